@@ -1,0 +1,1 @@
+"""The ``agentihooks`` command line: one module per command group."""

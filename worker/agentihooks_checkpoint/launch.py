@@ -1,0 +1,86 @@
+"""The launch record a worker boots from.
+
+It keeps the original swarm v2 shape (``schema_version: 1``, ``authority``,
+``harness``, ``agent`` argv, time budgets) and adds, optionally, what this
+package needs: the restore directive, the registration the worker verifies a
+checkpoint against, the fenced attempt whose checkpoint it restores, and
+``checkpoint_remote``. Unknown extra fields are kept, so a relayed record
+loses nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .directive import IDENTIFIER, RestoreDirective
+
+PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9][A-Za-z0-9._-]*|unknown)$"
+
+Budget = float
+
+
+class LaunchAuthority(BaseModel):
+    """Who this attempt is; every field is required by the original format."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    execution_id: str = Field(pattern=IDENTIFIER)
+    generation: int = Field(ge=1)
+    task_id: str = Field(pattern=IDENTIFIER)
+    seat_id: str = Field(pattern=IDENTIFIER)
+    swarm_id: str = Field(pattern=IDENTIFIER)
+    grant_id: str = Field(pattern=IDENTIFIER)
+
+
+class Registration(BaseModel):
+    """What a checkpoint is verified against: task generation, execution generation, projects."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    projects: list[str] = Field(min_length=1)
+    task_generation: int = Field(ge=1)
+    #: The image tag the worker runs under; checkpoints are captured under it.
+    compatibility_key: str = Field(min_length=1, max_length=255)
+
+    @field_validator("projects")
+    @classmethod
+    def _project_ids(cls, v: list[str]) -> list[str]:
+        import re
+
+        for p in v:
+            if not re.fullmatch(PROJECT_ID, p):
+                raise ValueError(f"not a project id: {p!r}")
+        return v
+
+
+class RestoreSource(BaseModel):
+    """The fenced attempt whose checkpoint the replacement restores."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    execution_id: str = Field(pattern=IDENTIFIER)
+    execution_generation: int = Field(ge=1)
+
+
+class LaunchRecord(BaseModel):
+    """``/var/run/swarm/launch/launch.json``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    schema_version: Literal[1]
+    authority: LaunchAuthority
+    harness: Literal["claude", "codex"]
+    agent: list[str] = Field(min_length=1)
+    exporter: list[str] | None = None
+    control_url: str | None = None
+    startup_seconds: Budget = Field(default=60, gt=0, le=300)
+    quiesce_seconds: Budget = Field(default=30, gt=0, le=300)
+    checkpoint_seconds: Budget = Field(default=60, gt=0, le=300)
+    kill_seconds: Budget = Field(default=10, gt=0, le=300)
+    # -- additions of this package (all optional, so original records still parse) --
+    registration: Registration | None = None
+    restore: RestoreDirective | None = None
+    restore_from: RestoreSource | None = None
+    checkpoint_remote: bool = False

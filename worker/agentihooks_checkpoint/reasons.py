@@ -1,0 +1,57 @@
+"""Why a checkpoint is refused: the reason codes of the spec's refusal table.
+
+Verification verdicts and worker refusals name exactly these strings; metrics
+count refusals as ``refused/<reason>``. Keep the values stable: masters, logs
+and dashboards match on them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """A refusal reason; the value is the wire string."""
+
+    MANIFEST_ABSENT = "manifest_absent"
+    CORRUPT_MANIFEST = "corrupt_manifest"
+    MISSING_OBJECT = "missing_object"
+    CORRUPT_OBJECT = "corrupt_object"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    INVALID_RECORD = "invalid_record"
+    NOT_COMMITTED = "not_committed"
+    MISSING_MATERIAL = "missing_material"
+    MISSING_WATERMARK = "missing_watermark"
+    INVENTORY_MISMATCH = "inventory_mismatch"
+    SCOPE_MISMATCH = "scope_mismatch"
+    IDENTITY_MISMATCH = "identity_mismatch"
+    CONTEXT_ONLY = "context_only"
+    CONVERSATION_MISMATCH = "conversation_mismatch"
+    UNQUALIFIED_VERSION = "unqualified_version"
+    VERSION_CHANGED = "version_changed"
+    MALFORMED_DIRECTIVE = "malformed_directive"
+
+
+#: The verdict reasons ``Validator.verify`` may return (a subset of :class:`Reason`).
+VERIFY_REASONS: frozenset[Reason] = frozenset(
+    {
+        Reason.MANIFEST_ABSENT,
+        Reason.CORRUPT_MANIFEST,
+        Reason.MISSING_OBJECT,
+        Reason.CORRUPT_OBJECT,
+        Reason.UNSUPPORTED_VERSION,
+        Reason.INVALID_RECORD,
+        Reason.NOT_COMMITTED,
+        Reason.MISSING_MATERIAL,
+        Reason.MISSING_WATERMARK,
+        Reason.INVENTORY_MISMATCH,
+        Reason.SCOPE_MISMATCH,
+        Reason.IDENTITY_MISMATCH,
+    }
+)
+
+#: Worker refusal when a directive names a checkpoint but no store is configured (spec wording).
+NO_STORE_MESSAGE = "no checkpoint store is configured for this worker"
+
+#: Prefix of a refusal raised while applying captured source to the worktree.
+SOURCE_PREFIX = "source: "

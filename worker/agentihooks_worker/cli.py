@@ -1,0 +1,22 @@
+"""``agentihooks-worker``: the worker Pod's entrypoint (subcommands register here)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="agentihooks-worker",
+    help="Boot, restore and supervise an agent worker.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """agentihooks-worker: worker entrypoint."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
