@@ -9,8 +9,8 @@ install:
 	./scripts/install-deps.sh
 
 lint:
-	$(PYTHON) -m ruff check operator worker tests bench
-	$(PYTHON) -m ruff format --check operator worker tests bench
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
 	lint-imports --config pyproject.toml
 
 typecheck:
