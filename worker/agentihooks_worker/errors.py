@@ -1,7 +1,54 @@
-"""Errors of the worker package."""
+"""Errors of the worker package.
+
+A boot either refuses (the launch cannot deliver its directive: exit 64, with a
+reason from the spec's table) or fails (something broke that is not the
+checkpoint's fault: exit 70). Keeping the two apart is what lets the controller
+tell "fix the checkpoint or the image" from "retry".
+"""
 
 from __future__ import annotations
 
+EXIT_OK = 0
+EXIT_REFUSED = 64
+EXIT_FAILURE = 70
+EXIT_INCOMPLETE_CHECKPOINT = 75
+
 
 class WorkerError(Exception):
-    """Base class for worker errors."""
+    """Base class for worker errors; exits with :data:`EXIT_FAILURE`."""
+
+    exit_code = EXIT_FAILURE
+
+
+class Refused(WorkerError):
+    """The launch is refused. ``reason`` is the metric/log token, ``message`` the full wire string.
+
+    For the spec's reason codes both are the same (``context_only``); a source
+    refusal has the token ``source`` and the message ``source: <what>``; the
+    missing store has the token ``no_checkpoint_store`` and the spec's message.
+    """
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        self.reason = reason
+        self.message = message if message is not None else reason
+        super().__init__(self.message)
+
+
+class LaunchRecordError(Refused):
+    """The launch record is missing or does not parse."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_launch_record", message)
+
+
+class HarnessError(WorkerError):
+    """A harness could not be asked something (its version, its files)."""
+
+
+class StoreSelectionError(Refused):
+    """The checkpoint store settings cannot work (for example a relative root)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("store_config", message)

@@ -1,0 +1,36 @@
+"""The worker's settings, read from its environment once at boot.
+
+Everything the entrypoint needs from outside the launch record lives here, so
+tests build a ``WorkerSettings`` directly instead of patching ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_ATTEMPTS_DIR = Path("/home/worker/attempts")
+DEFAULT_LAUNCH_RECORD = Path("/var/run/swarm/launch/launch.json")
+
+
+class WorkerSettings(BaseSettings):
+    """``AGENTIHOOKS_*`` environment of a worker Pod."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
+
+    #: Object storage bucket; wins over ``checkpoint_root`` when both are set.
+    checkpoint_bucket: str | None = None
+    #: Absolute path of a local checkpoint folder.
+    checkpoint_root: str | None = None
+    #: Set by the worker itself when its launch record says ``checkpoint_remote: true``.
+    checkpoint_remote: bool = False
+    #: S3 endpoint override (tests point it at a local S3 API); boto3's own variables work too.
+    checkpoint_s3_endpoint: str | None = None
+    #: Where attempt folders are made (``/home/worker/attempts`` in the image).
+    attempts_dir: Path = DEFAULT_ATTEMPTS_DIR
+    #: The launch record file.
+    launch_record: Path = DEFAULT_LAUNCH_RECORD
+    #: Seconds between periodic captures while the harness runs; 0 turns them off.
+    capture_interval_seconds: float = Field(default=300.0, ge=0)

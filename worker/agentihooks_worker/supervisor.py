@@ -1,0 +1,152 @@
+"""Run the harness, pass on stop signals, capture while it runs and once more when it stops.
+
+The supervisor is the worker's last step. It starts the harness in its own
+process group, forwards SIGTERM and SIGINT to it (escalating to SIGKILL after
+the kill budget), calls the capture hook every ``interval`` seconds and once
+after the harness exits, reports the native session id and archive watermark
+as they change, and exits with the harness's own exit code. A harness that
+ended cleanly but whose final checkpoint could not be committed exits 75.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Literal, Protocol
+
+from .errors import EXIT_FAILURE, EXIT_INCOMPLETE_CHECKPOINT, EXIT_OK
+
+log = logging.getLogger(__name__)
+
+CaptureWhen = Literal["initial", "periodic", "final"]
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What a committed capture says about the conversation."""
+
+    checkpoint_id: str
+    session_id: str | None
+    watermark: int | None
+
+
+class CaptureHook(Protocol):
+    """Takes one checkpoint; raises on failure."""
+
+    def __call__(self, when: CaptureWhen) -> CaptureResult | None: ...
+
+
+ProgressCallback = Callable[[str | None, int | None], None]
+
+
+class Supervisor:
+    """Runs one harness process to completion."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        stdin_file: Path | None = None,
+        capture: CaptureHook | None = None,
+        interval: float = 0,
+        on_progress: ProgressCallback | None = None,
+        kill_seconds: float = 10,
+        poll_seconds: float = 0.2,
+    ) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.cwd = cwd
+        self.stdin_file = stdin_file
+        self.capture = capture
+        self.interval = interval
+        self.on_progress = on_progress
+        self.kill_seconds = kill_seconds
+        self.poll_seconds = poll_seconds
+        self.stop_signal: int | None = None
+        self.last_reported: tuple[str | None, int | None] = (None, None)
+        self.captures: list[CaptureResult] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stop_at: float | None = None
+
+    def run(self) -> int:
+        """Start the harness and return the exit code the worker should exit with."""
+        stdin = self.stdin_file.open("rb") if self.stdin_file else subprocess.DEVNULL
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, env=self.env, cwd=self.cwd, stdin=stdin, start_new_session=True
+            )
+        except OSError as e:
+            log.error("harness could not start: %s", e.strerror or type(e).__name__)
+            return EXIT_FAILURE
+        finally:
+            if self.stdin_file and not isinstance(stdin, int):
+                stdin.close()
+        previous = {s: signal.signal(s, self._forward) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            code = self._wait()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        final_ok = self._capture("final")
+        if code == EXIT_OK and not final_ok:
+            return EXIT_INCOMPLETE_CHECKPOINT
+        return code
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        self.stop_signal = signum
+        if self._stop_at is None:
+            self._stop_at = time.monotonic() + self.kill_seconds
+        if self._proc is not None and self._proc.poll() is None:
+            log.info("forwarding %s to the harness", signal.Signals(signum).name)
+            self._proc.send_signal(signum)
+
+    def _wait(self) -> int:
+        assert self._proc is not None
+        next_capture = time.monotonic() + self.interval if self.interval > 0 else None
+        while True:
+            try:
+                rc = self._proc.wait(timeout=self.poll_seconds)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if self._stop_at is not None and now >= self._stop_at:
+                log.warning("harness outlived its kill budget; killing it")
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._stop_at = float("inf")
+            if next_capture is not None and now >= next_capture and self._stop_at is None:
+                self._capture("periodic")
+                next_capture = time.monotonic() + self.interval
+        return rc if rc >= 0 else 128 - rc
+
+    def _capture(self, when: CaptureWhen) -> bool:
+        if self.capture is None:
+            return True
+        try:
+            result = self.capture(when)
+        except Exception as e:
+            log.error("%s capture failed: %s", when, type(e).__name__)
+            return False
+        if result is not None:
+            self.captures.append(result)
+            self._report(result.session_id, result.watermark)
+        return True
+
+    def _report(self, session_id: str | None, watermark: int | None) -> None:
+        if (session_id, watermark) == self.last_reported or self.on_progress is None:
+            return
+        self.last_reported = (session_id, watermark)
+        try:
+            self.on_progress(session_id, watermark)
+        except Exception as e:
+            log.warning("progress report failed: %s", type(e).__name__)
