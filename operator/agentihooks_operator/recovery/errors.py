@@ -1,0 +1,41 @@
+"""Errors of the recovery core.
+
+Callers at the edge (kopf handlers, the control API, the CLI) translate these:
+:class:`RecoveryRefused` carries the exact message a master or operator sees,
+:class:`LeaseLost` means this controller no longer holds the swarm's lease and
+changed nothing.
+"""
+
+from __future__ import annotations
+
+from ..errors import OperatorError
+
+#: Refusal messages shown to masters and operators (stable wire strings).
+NO_CHECKPOINT = "no complete compatible checkpoint to resume from"
+NOT_PENDING = "no recovery decision is pending for this attempt"
+FORBIDDEN_SCOPE = "forbidden_scope"
+
+
+class RecoveryError(OperatorError):
+    """Base class of recovery-core errors."""
+
+
+class RecoveryRefused(RecoveryError):
+    """A request that the rules refuse; ``message`` is the exact text to show, ``reason`` a short code."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or message
+
+
+class LeaseLost(RecoveryError):
+    """This controller does not hold the swarm's lease (or its epoch moved on); nothing was written."""
+
+
+class InvalidInput(RecoveryError):
+    """An argument that is not acceptable (bad id, unknown choice); nothing was written."""
+
+
+class InjectedFault(RecoveryError):
+    """Raised by a :class:`FaultInjector` at a named write point (tests and drills only)."""

@@ -1,0 +1,147 @@
+"""Redis key names of one swarm's recovery state.
+
+Keys follow the original swarm v2 keyspace ``<root>:swarm:<slug>:<part>`` with
+one difference: the slug is wrapped in a Redis Cluster hash tag,
+``<root>:swarm:{<slug>}:<part>``, so every key of a swarm hashes to the same
+slot and a Lua script may touch all of them atomically. On a single Redis the
+braces are just characters of the name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InvalidInput
+
+_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+_ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+#: Parts kept in the original keyspace (same names, same meaning).
+ORIGINAL_PARTS = (
+    "control-owner",
+    "control-epoch",
+    "recovery-paused",
+    "attempt-fences",
+    "attempt-recoveries",
+    "heartbeats",
+    "launch-grants",
+    "executions",
+)
+#: Parts this package adds.
+ADDED_PARTS = (
+    "seats",
+    "account-slots",
+    "worker-credentials",
+    "restore-outcomes",
+    "recovery-requests",
+    "ledger-tasks",
+    "attempt-journal",
+    "recovery-work",
+    "seat-handoffs",
+    "recovery-metrics",
+    "recovery-events",
+)
+#: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
+SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
+
+
+@dataclass(frozen=True)
+class SwarmKeys:
+    """The key names of one swarm under one root prefix."""
+
+    prefix: str
+    swarm: str
+
+    def __post_init__(self) -> None:
+        if not _ROOT.fullmatch(self.prefix):
+            raise InvalidInput(f"not a usable key prefix: {self.prefix!r}")
+        if not _SLUG.fullmatch(self.swarm):
+            raise InvalidInput(f"not a usable swarm name: {self.swarm!r}")
+
+    def part(self, name: str) -> str:
+        """The full key of ``name`` (one of :data:`SCRIPT_PARTS`)."""
+        if name not in SCRIPT_PARTS:
+            raise InvalidInput(f"unknown key part: {name!r}")
+        return f"{self.prefix}:swarm:{{{self.swarm}}}:{name}"
+
+    @property
+    def all(self) -> list[str]:
+        """Every key, in :data:`SCRIPT_PARTS` order (what write scripts receive as ``KEYS``)."""
+        return [self.part(p) for p in SCRIPT_PARTS]
+
+    @property
+    def control_owner(self) -> str:
+        return self.part("control-owner")
+
+    @property
+    def control_epoch(self) -> str:
+        return self.part("control-epoch")
+
+    @property
+    def recovery_paused(self) -> str:
+        return self.part("recovery-paused")
+
+    @property
+    def attempt_fences(self) -> str:
+        return self.part("attempt-fences")
+
+    @property
+    def attempt_recoveries(self) -> str:
+        return self.part("attempt-recoveries")
+
+    @property
+    def heartbeats(self) -> str:
+        return self.part("heartbeats")
+
+    @property
+    def launch_grants(self) -> str:
+        return self.part("launch-grants")
+
+    @property
+    def executions(self) -> str:
+        return self.part("executions")
+
+    @property
+    def seats(self) -> str:
+        return self.part("seats")
+
+    @property
+    def account_slots(self) -> str:
+        return self.part("account-slots")
+
+    @property
+    def worker_credentials(self) -> str:
+        return self.part("worker-credentials")
+
+    @property
+    def restore_outcomes(self) -> str:
+        return self.part("restore-outcomes")
+
+    @property
+    def recovery_requests(self) -> str:
+        return self.part("recovery-requests")
+
+    @property
+    def ledger_tasks(self) -> str:
+        return self.part("ledger-tasks")
+
+    @property
+    def attempt_journal(self) -> str:
+        return self.part("attempt-journal")
+
+    @property
+    def recovery_work(self) -> str:
+        return self.part("recovery-work")
+
+    @property
+    def seat_handoffs(self) -> str:
+        return self.part("seat-handoffs")
+
+    @property
+    def recovery_metrics(self) -> str:
+        return self.part("recovery-metrics")
+
+    @property
+    def recovery_events(self) -> str:
+        return self.part("recovery-events")

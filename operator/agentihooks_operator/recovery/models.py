@@ -1,0 +1,126 @@
+"""What callers hand the recovery core and what it hands back.
+
+The operator classifies Pods into :class:`AttemptObservation`; the core answers
+with :class:`PassReport`, :class:`LaunchPlan` (what to create), decisions and
+handoff cards. Stored records live in :mod:`.records`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from agentihooks_checkpoint.directive import IDENTIFIER, RestoreDirective
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from .records import DecisionMode, RestoreSource, StoredOutcome
+
+EXECUTION_ID = r"^exe-[0-9a-f]{32}$"
+EXECUTION_RE = re.compile(EXECUTION_ID)
+
+AttemptState = Literal["pending", "running", "succeeded", "failed", "gone"]
+FailureReason = Literal["oom_killed", "evicted", "node_lost", "image_pull", "application_exit"]
+Choice = Literal["resume", "fresh"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AttemptObservation(_Model):
+    """One current Pod as the operator saw it this pass (image-pull grace already applied)."""
+
+    execution_id: str = Field(pattern=IDENTIFIER)
+    seat: str = Field(pattern=IDENTIFIER)
+    generation: int = Field(ge=1)
+    state: AttemptState
+    reason: FailureReason | None = None
+    #: A spawn superseded as a legacy specification: replaced fresh without a choice.
+    superseded_legacy: bool = False
+
+
+class LaunchPlan(_Model):
+    """Everything the launcher needs to create one attempt's Pod (and its Secret)."""
+
+    execution_id: str = Field(pattern=EXECUTION_ID)
+    seat: str
+    generation: int = Field(ge=1)
+    task_id: str
+    task_generation: int = Field(ge=1)
+    task_text: str
+    directive: RestoreDirective | None = None
+    restore_from: RestoreSource | None = None
+    grant_id: str
+    #: The worker credential; goes into a Secret, never into a log line.
+    worker_token: SecretStr
+    compatibility_key: str
+    epoch: int
+
+
+class DecisionResult(_Model):
+    """An accepted (or replayed) decision for a fenced attempt."""
+
+    execution_id: str
+    mode: DecisionMode
+    checkpoint: str | None = None
+    replacement: str | None = None
+    directive: RestoreDirective | None = None
+    decided_by: str | None = None
+    #: True when this call admitted nothing new (the same choice was accepted before).
+    replayed: bool = False
+
+
+class Refusal(_Model):
+    execution_id: str
+    choice: Choice
+    agent: str
+    reason: str
+
+
+class PassReport(BaseModel):
+    """What one pass did."""
+
+    leader: bool = False
+    lease_lost: bool = False
+    epoch: int = 0
+    paused: bool = False
+    fenced: list[str] = Field(default_factory=list)
+    decisions: list[DecisionResult] = Field(default_factory=list)
+    launches: list[str] = Field(default_factory=list)
+    retired: list[str] = Field(default_factory=list)
+    refusals: list[Refusal] = Field(default_factory=list)
+    skipped_stale: list[str] = Field(default_factory=list)
+    #: Redis round trips this pass made (scripts, pipelines, single commands).
+    round_trips: int = 0
+
+
+class HandoffCard(_Model):
+    """One row of ``status --json`` ``handoffs[]`` and of the ledger's Handoff outcomes panel."""
+
+    seat: str
+    execution_id: str
+    at: int
+    reason: str
+    continuity: str
+    binding: str
+    bound_at: int | None = None
+    successor: str | None = None
+    awaiting: str | None = None
+    checkpoint: str | None = None
+    resume_available: bool = False
+    resume_label: str | None = None
+    outcome: StoredOutcome | None = None
+
+
+class RecoveryEvent(_Model):
+    """One entry of the swarm's bounded telemetry stream."""
+
+    id: str
+    type: Literal["fence", "recovery", "outcome"]
+    execution_id: str
+    seat: str
+    expected_generation: int | None = None
+    observed_generation: int | None = None
+    epoch: int
+    detail: str = ""
+    at_ms: int

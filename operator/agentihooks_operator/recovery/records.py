@@ -1,0 +1,159 @@
+"""The records the recovery core stores in Redis, as pydantic models.
+
+Names follow the original swarm v2 records (fence, decision, ``control-owner``,
+heartbeats) and add, optionally, what this package needs: attempt records,
+grants, ledger task rows, stored outcomes and journal entries. Every record is
+JSON in a Redis hash field; Lua scripts write them, Python reads them here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from agentihooks_checkpoint.directive import Continuity, RestoreDirective
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+
+def _list(v: Any) -> Any:
+    # Lua's cjson writes an empty array as ``{}``; read it back as a list.
+    return [] if v == {} else v
+
+
+StepName = Literal[
+    "fence", "hold", "release_grant", "release_account", "retire", "decide", "launch", "outcome"
+]
+StepStatus = Literal["ok", "unknown", "failed", "held", "skipped"]
+DecisionMode = Literal["resume", "fresh", "recovery_pending"]
+RECOVERY_PENDING = "recovery_pending"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ControlOwner(_Record):
+    """``control-owner``: who holds the swarm's lease, under which epoch, until when (ms)."""
+
+    owner: str
+    epoch: int
+    expires_at: int
+
+
+class Heartbeat(_Record):
+    """``heartbeats[execution_id]``: the last accepted heartbeat of an attempt."""
+
+    session_id: str | None = None
+    archive_watermark: int | None = None
+    at_ms: int | None = None
+
+
+class RestoreSource(_Record):
+    execution_id: str
+    execution_generation: int
+
+
+class AttemptRecord(_Record):
+    """``executions[execution_id]``: one attempt of a seat."""
+
+    execution_id: str
+    seat: str
+    generation: int
+    task_id: str
+    task_generation: int
+    grant_id: str
+    state: Literal["admitted", "fenced"] = "admitted"
+    compatibility_key: str
+    task_text: str
+    directive: RestoreDirective | None = None
+    restore_from: RestoreSource | None = None
+    admitted_at_ms: int
+    epoch: int
+
+
+class FenceRecord(_Record):
+    """``attempt-fences[execution_id]``: written once; ``released`` fills in order grant, account."""
+
+    execution_id: str
+    generation: int
+    seat: str
+    reason: str
+    controller_epoch: int
+    fenced_at_ms: int
+    native_session: str | None = None
+    archive_watermark: int | None = None
+    tail: str
+    released: Annotated[list[Literal["grant", "account"]], BeforeValidator(_list)] = Field(
+        default_factory=list
+    )
+    superseded_legacy: bool = False
+    task_id: str | None = None
+
+
+class DecisionRecord(_Record):
+    """``attempt-recoveries[execution_id]``: how the fenced attempt's seat returns."""
+
+    execution_id: str
+    generation: int
+    reason: str
+    mode: DecisionMode
+    checkpoint: str | None = None
+    replacement: str | None = None
+    directive: RestoreDirective | None = None
+    decided_by: str | None = None
+    decided_at_ms: int | None = None
+    controller_epoch: int | None = None
+
+
+class GrantRecord(_Record):
+    """``launch-grants[execution_id]``: the attempt's authority to run; revoked by the fence."""
+
+    grant_id: str
+    seat: str
+    generation: int
+    state: Literal["active", "revoked"]
+
+
+class StoredOutcome(_Record):
+    """``restore-outcomes[execution_id]``: a verified restore outcome of a replacement."""
+
+    execution_id: str
+    recovery: Continuity
+    checkpoint_id: str | None = None
+    session_id: str | None = None
+    watermark: int | None = None
+    #: The fence's archive watermark, kept beside the restored one.
+    archive_watermark: int | None = None
+    restored_from: str
+    status: Literal["verified"] = "verified"
+    reported_at_ms: int
+
+
+class LedgerRow(_Record):
+    """``ledger-tasks[task_id]``: the task as the ledger shows it."""
+
+    task_id: str
+    seat: str
+    text: str
+    task_generation: int
+    awaiting: str | None = None
+    #: The accepted directive (``status: accepted``), then the verified outcome.
+    recovery: dict[str, Any] | None = None
+    #: True while recovery holds the task; ``held_awaiting`` is the value written back.
+    held: bool = False
+    held_awaiting: str | None = None
+    restores: int = 0
+
+
+class JournalEntry(_Record):
+    status: StepStatus
+    epoch: int
+    at_ms: int
+
+
+class RecoveryRequest(_Record):
+    """``recovery-requests["<execution_id>|<choice>"]``: what the CLI recorded."""
+
+    execution_id: str
+    choice: Literal["resume", "fresh"]
+    agent: str
+    recorded_at_ms: int | None = None
