@@ -1,0 +1,194 @@
+"""Pure builders for one execution's Kubernetes objects: Pod, launch-record ConfigMap, credential Secret.
+
+Each builder takes plain values and returns a dict ready to POST (in the
+style of dask-kubernetes' ``build_*_spec``), so names, labels and mounts can be
+unit-tested without an API server. Names and labels follow the original
+swarm v2 controller: Pod ``swarm-<execution_id>``, ConfigMap
+``swarm-<execution_id>-launch`` mounted at ``/var/run/swarm/launch``, labels
+and annotations under ``swarm.agentihooks.io/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentihooks_checkpoint.directive import RestoreDirective
+from agentihooks_checkpoint.launch import LaunchAuthority, LaunchRecord, Registration, RestoreSource
+
+from ..swarm import SeatSpec, SwarmSpec
+from .crd import API_VERSION, KIND
+
+DOMAIN = "swarm.agentihooks.io"
+LAUNCH_DIR = "/var/run/swarm/launch"
+LAUNCH_FILE = "launch.json"
+CREDENTIAL_ENV = "AGENTIHOOKS_WORKER_TOKEN"
+CREDENTIAL_KEY = "token"
+
+
+def pod_name(execution_id: str) -> str:
+    return f"swarm-{execution_id}"
+
+
+def launch_configmap_name(execution_id: str) -> str:
+    return f"swarm-{execution_id}-launch"
+
+
+def credential_secret_name(execution_id: str) -> str:
+    return f"swarm-{execution_id}-credential"
+
+
+def label(key: str) -> str:
+    return f"{DOMAIN}/{key}"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The Swarm that owns every object of its executions."""
+
+    name: str
+    namespace: str
+    uid: str | None
+    #: The operator identity written to the ``controller-owner`` label.
+    controller: str
+
+    def reference(self) -> list[dict[str, Any]]:
+        if not self.uid:
+            return []
+        return [
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "name": self.name,
+                "uid": self.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One attempt of a seat, as the builders need it."""
+
+    execution_id: str
+    generation: int
+    seat: str
+    task_id: str
+    task_generation: int
+    grant_id: str
+    controller_epoch: int
+    directive: RestoreDirective | None = None
+    restore_from: RestoreSource | None = None
+
+
+def _metadata(owner: Owner, ex: Execution, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": {
+            label("controller-owner"): owner.controller,
+            label("execution-id"): ex.execution_id,
+            label("generation"): str(ex.generation),
+            label("swarm"): owner.name,
+            label("task"): ex.task_id,
+        },
+        "ownerReferences": owner.reference(),
+    }
+
+
+def seat_of(spec: SwarmSpec, seat: str) -> SeatSpec:
+    for s in spec.seats:
+        if s.name == seat:
+            return s
+    raise KeyError(f"seat {seat!r} is not in the swarm spec")
+
+
+def build_launch_record(
+    spec: SwarmSpec, owner: Owner, ex: Execution, *, control_url: str | None = None
+) -> LaunchRecord:
+    """The worker's ``launch.json``: the original shape plus directive, registration and source."""
+    seat = seat_of(spec, ex.seat)
+    return LaunchRecord(
+        schema_version=1,
+        authority=LaunchAuthority(
+            execution_id=ex.execution_id,
+            generation=ex.generation,
+            task_id=ex.task_id,
+            seat_id=ex.seat,
+            swarm_id=owner.name,
+            grant_id=ex.grant_id,
+        ),
+        harness=spec.harness.name,
+        agent=list(spec.harness.command),
+        control_url=control_url,
+        registration=Registration(
+            projects=[seat.project],
+            task_generation=ex.task_generation,
+            compatibility_key=spec.compatibility_key,
+        ),
+        restore=ex.directive,
+        restore_from=ex.restore_from,
+        checkpoint_remote=spec.checkpoint_store.remote,
+    )
+
+
+def build_launch_configmap(record: LaunchRecord, owner: Owner, ex: Execution) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(owner, ex, launch_configmap_name(ex.execution_id)),
+        "data": {LAUNCH_FILE: record.model_dump_json(exclude_none=True)},
+    }
+
+
+def build_worker_secret(token: str, owner: Owner, ex: Execution) -> dict[str, Any]:
+    """The per-execution worker credential; it reaches the worker only as an env var."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _metadata(owner, ex, credential_secret_name(ex.execution_id)),
+        "stringData": {CREDENTIAL_KEY: token},
+    }
+
+
+def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, Any]:
+    """The worker Pod: never restarted in place; a lost attempt is replaced by a new execution."""
+    seat = seat_of(spec, ex.seat)
+    meta = _metadata(owner, ex, pod_name(ex.execution_id))
+    meta["annotations"] = {
+        label("seat"): ex.seat,
+        label("grant-ref"): ex.grant_id,
+        label("controller-epoch"): str(ex.controller_epoch),
+        label("project"): seat.project,
+        label("harness"): spec.harness.name,
+    }
+    env: list[dict[str, Any]] = [
+        {"name": "AGENTIHOOKS_LAUNCH_RECORD", "value": f"{LAUNCH_DIR}/{LAUNCH_FILE}"},
+        {
+            "name": CREDENTIAL_ENV,
+            "valueFrom": {
+                "secretKeyRef": {"name": credential_secret_name(ex.execution_id), "key": CREDENTIAL_KEY}
+            },
+        },
+    ]
+    if spec.checkpoint_store.root:
+        env.append({"name": "AGENTIHOOKS_CHECKPOINT_ROOT", "value": spec.checkpoint_store.root})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": spec.image,
+                    "env": env,
+                    "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}],
+                }
+            ],
+            "volumes": [{"name": "launch", "configMap": {"name": launch_configmap_name(ex.execution_id)}}],
+        },
+    }

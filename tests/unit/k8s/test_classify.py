@@ -1,0 +1,142 @@
+"""Table-driven classification of realistic Pod status documents, with the original's precedence."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from agentihooks_operator.k8s.classify import Verdict, apply_pull_grace, classify
+from testsupport import kubelet as k
+from testsupport.kubelet import NOW
+
+READY_NODE = k.node("kind-worker")
+NOT_READY_LONG = k.node("kind-worker", ready="Unknown", since=NOW - timedelta(minutes=5))
+NOT_READY_SHORT = k.node("kind-worker", ready="False", since=NOW - timedelta(seconds=5))
+
+CASES = [
+    ("pending", k.pod(k.pending(), node_name=None), None, False, Verdict("pending")),
+    ("running", k.pod(k.running()), READY_NODE, True, Verdict("running")),
+    ("succeeded", k.pod(k.succeeded()), READY_NODE, True, Verdict("succeeded")),
+    ("oom 137", k.pod(k.oom_killed()), READY_NODE, True, Verdict("failed", "oom_killed")),
+    (
+        "oom exit 0 phase Succeeded",
+        k.pod(k.oom_killed(exit_code=0, phase="Succeeded")),
+        READY_NODE,
+        True,
+        Verdict("failed", "oom_killed"),
+    ),
+    (
+        "oom in init container",
+        k.pod(k.oom_killed(init=True)),
+        READY_NODE,
+        True,
+        Verdict("failed", "oom_killed"),
+    ),
+    ("evicted", k.pod(k.evicted()), READY_NODE, True, Verdict("failed", "evicted")),
+    (
+        "eviction API",
+        k.pod(k.disruption("EvictionByEvictionAPI"), deleting=True),
+        READY_NODE,
+        True,
+        Verdict("failed", "evicted"),
+    ),
+    (
+        "preempted",
+        k.pod(k.disruption("PreemptionByScheduler")),
+        READY_NODE,
+        True,
+        Verdict("failed", "evicted"),
+    ),
+    (
+        "kubelet termination",
+        k.pod(k.disruption("TerminationByKubelet")),
+        None,
+        False,
+        Verdict("failed", "evicted"),
+    ),
+    (
+        "taint manager",
+        k.pod(k.disruption("DeletionByTaintManager"), deleting=True),
+        READY_NODE,
+        True,
+        Verdict("failed", "node_lost"),
+    ),
+    ("NodeLost", k.pod(k.node_lost_status(), deleting=True), None, False, Verdict("failed", "node_lost")),
+    (
+        "NodeNotReady condition",
+        k.pod(k.node_not_ready_condition()),
+        None,
+        False,
+        Verdict("failed", "node_lost"),
+    ),
+    ("node gone", k.pod(k.running()), None, True, Verdict("failed", "node_lost")),
+    ("node unknown (cannot list)", k.pod(k.running()), None, False, Verdict("running")),
+    ("node NotReady past bound", k.pod(k.running()), NOT_READY_LONG, True, Verdict("failed", "node_lost")),
+    ("node NotReady within bound", k.pod(k.running()), NOT_READY_SHORT, True, Verdict("running")),
+    ("ErrImagePull", k.pod(k.pull_failure()), READY_NODE, True, Verdict("pending", pull_failure=True)),
+    (
+        "ImagePullBackOff",
+        k.pod(k.pull_failure("ImagePullBackOff")),
+        READY_NODE,
+        True,
+        Verdict("pending", pull_failure=True),
+    ),
+    (
+        "InvalidImageName",
+        k.pod(k.pull_failure("InvalidImageName")),
+        READY_NODE,
+        True,
+        Verdict("pending", pull_failure=True),
+    ),
+    ("non-zero exit", k.pod(k.application_exit(70)), READY_NODE, True, Verdict("failed", "application_exit")),
+    ("exit 1", k.pod(k.application_exit(1)), READY_NODE, True, Verdict("failed", "application_exit")),
+    ("deleted", None, None, True, Verdict("gone")),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "node", "known", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_classify(pod: dict | None, node: dict | None, known: bool, expected: Verdict) -> None:
+    assert classify(pod, node=node, node_known=known, now=NOW, node_lost_after_s=40) == expected
+
+
+def test_oom_wins_over_eviction_and_node_loss() -> None:
+    status = k.oom_killed()
+    status["reason"] = "NodeLost"
+    assert classify(k.pod(status), now=NOW).reason == "oom_killed"
+    status["reason"] = "Evicted"
+    assert classify(k.pod(status), now=NOW).reason == "oom_killed"
+
+
+def test_eviction_wins_over_node_loss() -> None:
+    status = k.evicted()
+    status["conditions"] = [{"type": "Ready", "status": "False", "reason": "NodeNotReady"}]
+    assert classify(k.pod(status), now=NOW).reason == "evicted"
+
+
+def test_node_loss_wins_over_pull_failure_and_exit() -> None:
+    status = k.pull_failure()
+    status["reason"] = "NodeLost"
+    assert classify(k.pod(status), now=NOW) == Verdict("failed", "node_lost")
+
+
+def test_pull_failure_is_held_before_application_exit() -> None:
+    status = k.pull_failure()
+    status["phase"] = "Failed"
+    assert classify(k.pod(status), now=NOW) == Verdict("pending", pull_failure=True)
+
+
+def test_pull_grace() -> None:
+    waiting = Verdict("pending", pull_failure=True)
+    assert apply_pull_grace(waiting, first_seen_ms=1000, now_ms=1000 + 119_999, grace_ms=120_000) == waiting
+    assert apply_pull_grace(waiting, first_seen_ms=1000, now_ms=1000 + 120_000, grace_ms=120_000) == Verdict(
+        "failed", "image_pull", pull_failure=True
+    )
+    assert apply_pull_grace(waiting, first_seen_ms=None, now_ms=10**9, grace_ms=0) == waiting
+    running = Verdict("running")
+    assert apply_pull_grace(running, first_seen_ms=0, now_ms=10**9, grace_ms=0) == running
+
+
+def test_empty_status_is_pending() -> None:
+    assert classify({"metadata": {"name": "x"}}, now=NOW) == Verdict("pending")
