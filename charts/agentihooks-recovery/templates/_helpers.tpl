@@ -1,0 +1,114 @@
+{{/*
+Names, labels and the few cross-object values every template shares.
+*/}}
+
+{{- define "agentihooks.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "agentihooks.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "agentihooks.redisName" -}}
+{{- printf "%s-redis" (include "agentihooks.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "agentihooks.checkpointClaim" -}}
+{{- default (printf "%s-checkpoints" (include "agentihooks.fullname" .)) .Values.checkpointStore.root.persistence.existingClaim -}}
+{{- end -}}
+
+{{- define "agentihooks.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "agentihooks.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "agentihooks.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "agentihooks.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: agentihooks-recovery
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of the operator Pods. */}}
+{{- define "agentihooks.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "agentihooks.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{/* Selector labels of the embedded Redis Pod. */}}
+{{- define "agentihooks.redisSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "agentihooks.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis
+{{- end -}}
+
+{{/* The operator image reference: digest wins over tag; the tag defaults to appVersion. */}}
+{{- define "agentihooks.operatorImage" -}}
+{{- $img := .Values.operator.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Namespaces the operator watches (namespaced mode): the list, or the release namespace. */}}
+{{- define "agentihooks.watchNamespaces" -}}
+{{- if .Values.rbac.watchNamespaces -}}
+{{- join "," (uniq .Values.rbac.watchNamespaces) -}}
+{{- else -}}
+{{- .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Redis URL the operator connects to (never with a password in it). */}}
+{{- define "agentihooks.redisUrl" -}}
+{{- if eq .Values.redis.mode "external" -}}
+{{- .Values.redis.external.url -}}
+{{- else -}}
+{{- printf "redis://%s.%s.svc:6379/0" (include "agentihooks.redisName" .) .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Control API URL the workers report to. */}}
+{{- define "agentihooks.controlUrl" -}}
+{{- default (printf "http://%s.%s.svc:%d" (include "agentihooks.fullname" .) .Release.Namespace (int .Values.service.port)) .Values.controlApi.url -}}
+{{- end -}}
+
+{{/*
+Checks across values that a JSON schema cannot express well; each failure names the value to fix.
+Included once, from the operator Deployment.
+*/}}
+{{- define "agentihooks.validate" -}}
+{{- if and (eq .Values.redis.mode "external") (not .Values.redis.external.url) -}}
+{{- fail "redis.mode is external but redis.external.url is empty: set the URL of your Redis" -}}
+{{- end -}}
+{{- if and (eq .Values.redis.mode "external") (regexMatch "^rediss?://[^/@]*:[^/@]*@" .Values.redis.external.url) -}}
+{{- fail "redis.external.url must not carry a password: put it in the Secret named by redis.auth.existingSecret" -}}
+{{- end -}}
+{{- if and (eq .Values.checkpointStore.mode "bucket") (not .Values.checkpointStore.bucket.name) -}}
+{{- fail "checkpointStore.mode is bucket but checkpointStore.bucket.name is empty" -}}
+{{- end -}}
+{{- if and (eq .Values.checkpointStore.mode "root") (gt (int .Values.operator.replicas) 1) (not (has "ReadWriteMany" .Values.checkpointStore.root.persistence.accessModes)) (not .Values.checkpointStore.root.persistence.existingClaim) -}}
+{{- fail "checkpointStore.mode root with operator.replicas above 1 needs a ReadWriteMany claim: add ReadWriteMany to checkpointStore.root.persistence.accessModes or use a bucket" -}}
+{{- end -}}
+{{- end -}}
