@@ -36,8 +36,9 @@ def read_prompt(positional):
 
 def run_turns(write_record):
     """Write records, stay alive as told, return the exit code."""
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    handler = signal.SIG_IGN if os.environ.get("FAKE_HARNESS_IGNORE_TERM") else _on_signal
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
     text = os.environ.get("FAKE_HARNESS_TEXT", "done")
     for _ in range(int(os.environ.get("FAKE_HARNESS_RECORDS", "1"))):
         write_record({"role": "assistant", "text": text})
