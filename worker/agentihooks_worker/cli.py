@@ -17,6 +17,11 @@ def _root() -> None:
     """agentihooks-worker: worker entrypoint."""
 
 
+from .capture.command import capture_command  # noqa: E402
+
+app.command("capture")(capture_command)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
