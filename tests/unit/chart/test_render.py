@@ -1,0 +1,185 @@
+"""Every value set renders, lints and validates strictly against Kubernetes 1.30 and 1.35 schemas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from testsupport.helm import CHART, NAMESPACE, Helm, by_kind, env_of, one, value_sets
+
+VALUE_SETS = value_sets()
+K8S_VERSIONS = ["1.30.0", "1.35.0"]
+# Kinds whose schema is not part of Kubernetes (checked by shape below instead).
+FOREIGN_KINDS = {"ServiceMonitor"}
+
+
+def test_value_sets_cover_the_issue() -> None:
+    assert {"default", "external-redis", "bucket-store", "cluster-wide", "replicas"} <= set(VALUE_SETS)
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_SETS))
+def test_lint_strict(helm: Helm, name: str) -> None:
+    res = helm.run(
+        "lint", "--strict", str(CHART), "--namespace", NAMESPACE, "--values", str(VALUE_SETS[name])
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("name", sorted(VALUE_SETS))
+def test_every_manifest_validates_strictly(helm: Helm, name: str, version: str) -> None:
+    docs = helm.render(VALUE_SETS[name])
+    assert docs
+    for doc in docs:
+        if doc["kind"] in FOREIGN_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(f"{doc['kind']}/{doc['metadata']['name']} invalid for {version}: {e.message}")
+
+
+def test_strict_validation_catches_a_bad_manifest(helm: Helm) -> None:
+    """The validator used above does fail: a misspelled field in a rendered Deployment is reported."""
+    dep = one(helm.render(), "Deployment")
+    dep["spec"]["template"]["spec"]["containers"][0]["readinessProb"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(dep, "1.35.0", strict=True)
+
+
+def _operator(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["operator"]
+    return containers[0]
+
+
+def test_operator_deployment_is_hardened(helm: Helm) -> None:
+    docs = helm.render()
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    c = _operator(docs)
+    assert c["command"] == ["agentihooks-operator"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    env = env_of(c)
+    assert env["AGENTIHOOKS_SWARM_KEY_PREFIX"]["value"] == "agentihooks"
+    assert (
+        env["AGENTIHOOKS_REDIS_URL"]["value"]
+        == f"redis://rel-agentihooks-recovery-redis.{NAMESPACE}.svc:6379/0"
+    )
+    assert env["AGENTIHOOKS_WATCH_NAMESPACES"]["value"] == NAMESPACE
+    # No store by default, and no credential ever appears as a literal value.
+    assert not {"AGENTIHOOKS_CHECKPOINT_BUCKET", "AGENTIHOOKS_CHECKPOINT_ROOT"} & set(env)
+    assert "AGENTIHOOKS_OPERATOR_TOKEN" not in env and "AGENTIHOOKS_REDIS_PASSWORD" not in env
+
+
+def test_embedded_redis_has_aof_and_a_claim(helm: Helm) -> None:
+    docs = helm.render()
+    sts = one(docs, "StatefulSet")
+    assert sts["spec"]["replicas"] == 1
+    redis = sts["spec"]["template"]["spec"]["containers"][0]
+    assert "--appendonly yes" in redis["args"][0]
+    [claim] = sts["spec"]["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "data"
+    assert {"name": "data", "mountPath": "/data"} in redis["volumeMounts"]
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
+
+
+def test_external_redis_and_secrets(helm: Helm) -> None:
+    docs = helm.render(VALUE_SETS["external-redis"])
+    assert not by_kind(docs, "StatefulSet")
+    env = env_of(_operator(docs))
+    assert env["AGENTIHOOKS_REDIS_URL"]["value"] == "rediss://redis.platform.svc.cluster.local:6380/2"
+    assert env["AGENTIHOOKS_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "agentihooks-redis",
+        "key": "password",
+    }
+    assert env["AGENTIHOOKS_OPERATOR_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "agentihooks-operator-token",
+        "key": "token",
+    }
+    assert not by_kind(docs, "Secret"), "the chart never renders credentials"
+
+
+def test_bucket_store_and_optional_objects(helm: Helm) -> None:
+    docs = helm.render(VALUE_SETS["bucket-store"])
+    env = env_of(_operator(docs))
+    assert env["AGENTIHOOKS_CHECKPOINT_BUCKET"]["value"] == "agentihooks-checkpoints"
+    assert env["AWS_ENDPOINT_URL_S3"]["value"] == "https://s3.eu-west-1.example.com"
+    for var, key in (
+        ("AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
+        ("AWS_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
+    ):
+        assert env[var]["valueFrom"]["secretKeyRef"] == {"name": "agentihooks-s3", "key": key}
+    assert "AGENTIHOOKS_CHECKPOINT_ROOT" not in env
+    ingress = one(docs, "Ingress")
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    policies = {p["metadata"]["name"]: p for p in by_kind(docs, "NetworkPolicy")}
+    assert set(policies) == {"rel-agentihooks-recovery", "rel-agentihooks-recovery-redis"}
+    redis_from = policies["rel-agentihooks-recovery-redis"]["spec"]["ingress"][0]["from"]
+    assert redis_from == [
+        {"podSelector": {"matchLabels": one(docs, "Deployment")["spec"]["selector"]["matchLabels"]}}
+    ]
+
+
+def test_cluster_wide_uses_one_cluster_role(helm: Helm) -> None:
+    docs = helm.render(VALUE_SETS["cluster-wide"])
+    assert not by_kind(docs, "Role") and not by_kind(docs, "RoleBinding")
+    resources = {r for rule in one(docs, "ClusterRole")["rules"] for r in rule["resources"]}
+    assert {"swarms", "pods", "namespaces"} <= resources
+    env = env_of(_operator(docs))
+    assert env["AGENTIHOOKS_CLUSTER_WIDE"]["value"] == "true"
+    assert "AGENTIHOOKS_WATCH_NAMESPACES" not in env
+    sa = one(docs, "ServiceAccount")
+    assert "eks.amazonaws.com/role-arn" in sa["metadata"]["annotations"]
+    assert "AWS_ACCESS_KEY_ID" not in env, "cloud identity: no static keys"
+
+
+def test_several_replicas(helm: Helm) -> None:
+    docs = helm.render(VALUE_SETS["replicas"])
+    assert one(docs, "Deployment")["spec"]["replicas"] == 3
+    assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
+    roles = by_kind(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    bindings = by_kind(docs, "RoleBinding")
+    assert {b["subjects"][0]["namespace"] for b in bindings} == {NAMESPACE}
+    env = env_of(_operator(docs))
+    assert env["AGENTIHOOKS_WATCH_NAMESPACES"]["value"] == "team-a,team-b"
+    assert env["AGENTIHOOKS_CHECKPOINT_ROOT"]["value"] == "/var/lib/agentihooks/checkpoints"
+    pvc = one(docs, "PersistentVolumeClaim")
+    assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
+    res = helm.run(
+        "install",
+        "rel",
+        str(CHART),
+        "--dry-run=client",
+        "--namespace",
+        NAMESPACE,
+        "--values",
+        str(VALUE_SETS["external-redis"]),
+    )
+    assert res.returncode == 0, res.stderr
+    notes = res.stdout.split("NOTES:", 1)[1]
+    assert "/v1/executions/$EXECUTION/restore-decision" in notes
+    assert "port-forward svc/rel-agentihooks-recovery" in notes
+    assert "get secret agentihooks-operator-token" in notes
