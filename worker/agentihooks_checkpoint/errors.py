@@ -21,3 +21,20 @@ class StoreError(CheckpointError):
 
 class ObjectMissing(StoreError):
     """The store holds no object under the requested key."""
+
+
+class RecordRefused(CheckpointError):
+    """A checkpoint record that cannot be accepted; ``reason`` is a :class:`~.reasons.Reason` value."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class CheckpointExists(StoreError):
+    """A committed checkpoint with this id already exists in the scope; commits are write-once."""
+
+
+class CaptureError(CheckpointError):
+    """A checkpoint could not be captured; nothing was committed."""

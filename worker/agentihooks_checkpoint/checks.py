@@ -1,0 +1,82 @@
+"""Checks on a parsed record that need no object bytes: scope, identity, commit, material, inventory.
+
+The validator runs them before fetching anything, and the catalog runs the
+scope-free part to decide whether a listed checkpoint is complete.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .errors import RecordRefused
+from .model import CheckpointRecord, Role
+from .reasons import Reason
+from .scope import StoreScope
+
+
+@dataclass(frozen=True)
+class InventoryItem:
+    """An object the record lists: ``size`` is ``None`` for legacy records (no inventory)."""
+
+    role: str
+    path: str
+    size: int | None
+    digest: str
+
+
+def check_scope(record: CheckpointRecord, scope: StoreScope) -> None:
+    """The record must belong to the scope's task and task generation."""
+    a = record.authority
+    if a.task_id != scope.task_id or a.task_generation != scope.task_generation:
+        raise RecordRefused(Reason.SCOPE_MISMATCH, "record belongs to another task or task generation")
+
+
+def check_attempt(
+    record: CheckpointRecord, *, checkpoint_id: str, execution_id: str, execution_generation: int
+) -> None:
+    """The record must be the asked-for checkpoint of the registered attempt."""
+    a = record.authority
+    if a.effective_execution_generation != execution_generation:
+        raise RecordRefused(Reason.SCOPE_MISMATCH, "record has a different execution generation")
+    if record.checkpoint_id != checkpoint_id:
+        raise RecordRefused(Reason.IDENTITY_MISMATCH, "record names another checkpoint id")
+    if a.execution_id != execution_id:
+        raise RecordRefused(Reason.IDENTITY_MISMATCH, "record names another attempt")
+
+
+def required_roles(record: CheckpointRecord) -> set[str]:
+    roles = {Role.TRANSCRIPT.value}
+    if record.native_resume_capability == "qualified":
+        roles.add(Role.NATIVE_SESSION.value)
+    if record.base_commit != record.head_commit:
+        roles.add(Role.GIT_BUNDLE.value)
+    return roles
+
+
+def check_content(record: CheckpointRecord) -> list[InventoryItem]:
+    """Commit state, material, watermark and inventory; returns the objects to verify."""
+    if not record.committed:
+        raise RecordRefused(Reason.NOT_COMMITTED, "record is not committed")
+    if not required_roles(record) <= set(record.artifact_hashes):
+        raise RecordRefused(Reason.MISSING_MATERIAL, "a required artifact role is missing")
+    if record.watermark is None:
+        raise RecordRefused(Reason.MISSING_WATERMARK, "record has no durable transcript cursor")
+    if record.artifacts is None:
+        if record.minor >= 2:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "record has no inventory")
+        return [InventoryItem(r, r, None, d) for r, d in sorted(record.artifact_hashes.items())]
+    roles = Counter(e.role for e in record.artifacts)
+    paths = Counter(e.path for e in record.artifacts)
+    if any(n > 1 for n in roles.values()) or any(n > 1 for n in paths.values()):
+        raise RecordRefused(Reason.INVENTORY_MISMATCH, "inventory repeats a role or path")
+    for path in paths:
+        parts = path.split("/")
+        if any("/".join(parts[:i]) in paths for i in range(1, len(parts))):
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "an inventory path nests inside another")
+    if set(roles) != set(record.artifact_hashes):
+        raise RecordRefused(Reason.INVENTORY_MISMATCH, "inventory and artifact_hashes list different roles")
+    for e in record.artifacts:
+        if record.artifact_hashes[e.role] != e.digest:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "inventory and artifact_hashes disagree")
+    return [InventoryItem(e.role, e.path, e.size, e.digest) for e in record.artifacts]

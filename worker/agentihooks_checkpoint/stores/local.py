@@ -1,0 +1,122 @@
+"""A checkpoint store in a local (or mounted) folder.
+
+Writes go to a temporary file in the same folder, are fsynced and renamed into
+place, so a reader sees an old or a new object, never half of one. The commit
+pointer is linked into place, which fails if it already exists: write-once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import CheckpointExists, ObjectMissing, StoreConfigError, StoreError
+from ..scope import StoreScope
+from .base import CheckpointStore
+
+
+class LocalStore(CheckpointStore):
+    """Checkpoints under ``root`` (an absolute path)."""
+
+    max_concurrency = 2
+
+    def __init__(self, root: Path | str) -> None:
+        root = Path(root)
+        if not root.is_absolute():
+            raise StoreConfigError("the checkpoint root must be an absolute path")
+        self.root = root
+
+    def __repr__(self) -> str:
+        return "LocalStore()"
+
+    def _path(self, scope: StoreScope, key: str) -> Path:
+        parts = key.split("/")
+        if not key or any(p in {"", ".", ".."} for p in parts):
+            raise StoreError("not a store key")
+        return self.root.joinpath(*scope.prefix.strip("/").split("/"), *parts)
+
+    def open_read(self, scope: StoreScope, key: str) -> AbstractContextManager[BinaryIO]:
+        return self._open(self._path(scope, key))
+
+    @contextmanager
+    def _open(self, path: Path) -> Iterator[BinaryIO]:
+        try:
+            f = path.open("rb")
+        except FileNotFoundError as e:
+            raise ObjectMissing("no such object") from e
+        except OSError as e:
+            raise StoreError("object cannot be read") from e
+        with f:
+            yield f
+
+    def size_of(self, scope: StoreScope, key: str) -> int | None:
+        try:
+            return self._path(scope, key).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def _tmp(self, final: Path) -> tuple[int, Path]:
+        final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, name = tempfile.mkstemp(dir=final.parent, prefix=".tmp-")
+        return fd, Path(name)
+
+    def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
+        final = self._path(scope, key)
+        fd, tmp = self._tmp(final)
+        try:
+            with os.fdopen(fd, "wb") as out, path.open("rb") as src:
+                shutil.copyfileobj(src, out, 1024 * 1024)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
+        final = self._path(scope, key)
+        fd, tmp = self._tmp(final)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def write_once(self, scope: StoreScope, key: str, data: bytes) -> None:
+        final = self._path(scope, key)
+        fd, tmp = self._tmp(final)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                os.link(tmp, final)
+            except FileExistsError as e:
+                raise CheckpointExists("this checkpoint is already committed") from e
+            dfd = os.open(final.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def list_keys(self, scope: StoreScope, under: str) -> list[str]:
+        base = self._path(scope, "x").parent
+        start = base / under
+        if not start.is_dir():
+            return []
+        out: list[str] = []
+        for dirpath, _dirs, files in os.walk(start):
+            for name in files:
+                if not name.startswith(".tmp-"):
+                    out.append((Path(dirpath) / name).relative_to(base).as_posix())
+        return out

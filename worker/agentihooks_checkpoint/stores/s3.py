@@ -1,0 +1,108 @@
+"""A checkpoint store in an S3 bucket, through a boto3 client.
+
+S3 PUTs are atomic per object. The commit pointer is written with a
+conditional PUT (``If-None-Match: *``), so a second commit of the same
+checkpoint fails instead of replacing the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+from botocore.exceptions import ClientError
+
+from ..errors import CheckpointExists, ObjectMissing, StoreError
+from ..scope import StoreScope
+from .base import CheckpointStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+
+
+def _code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+class S3Store(CheckpointStore):
+    """Checkpoints in ``bucket`` under an optional key ``prefix``."""
+
+    max_concurrency = 8
+
+    def __init__(self, bucket: str, client: S3Client | Any, *, prefix: str = "") -> None:
+        self.bucket = bucket
+        self.client = cast("S3Client", client)
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def __repr__(self) -> str:
+        return "S3Store()"
+
+    def _key(self, scope: StoreScope, key: str) -> str:
+        if not key or any(p in {"", ".", ".."} for p in key.split("/")):
+            raise StoreError("not a store key")
+        return f"{self.prefix}{scope.prefix}{key}"
+
+    def open_read(self, scope: StoreScope, key: str) -> AbstractContextManager[BinaryIO]:
+        return self._open(self._key(scope, key))
+
+    @contextmanager
+    def _open(self, key: str) -> Iterator[BinaryIO]:
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except ClientError as e:
+            if _code(e) in _MISSING:
+                raise ObjectMissing("no such object") from e
+            raise StoreError("object cannot be read") from e
+        try:
+            yield cast(BinaryIO, body)
+        finally:
+            body.close()
+
+    def size_of(self, scope: StoreScope, key: str) -> int | None:
+        try:
+            return int(
+                self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))["ContentLength"]
+            )
+        except ClientError as e:
+            if _code(e) in _MISSING:
+                return None
+            raise StoreError("object cannot be inspected") from e
+
+    def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
+        try:
+            self.client.upload_file(str(path), self.bucket, self._key(scope, key))
+        except (ClientError, OSError) as e:
+            raise StoreError("object upload failed") from e
+
+    def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(scope, key), Body=data)
+        except ClientError as e:
+            raise StoreError("object upload failed") from e
+
+    def write_once(self, scope: StoreScope, key: str, data: bytes) -> None:
+        full = self._key(scope, key)
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=full, Body=data, IfNoneMatch="*")
+        except ClientError as e:
+            if _code(e) in {"PreconditionFailed", "412", "ConditionalRequestConflict"}:
+                raise CheckpointExists("this checkpoint is already committed") from e
+            raise StoreError("commit failed") from e
+
+    def list_keys(self, scope: StoreScope, under: str) -> list[str]:
+        base = f"{self.prefix}{scope.prefix}"
+        out: list[str] = []
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=base + under
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    out.append(obj["Key"][len(base) :])
+        except ClientError as e:
+            raise StoreError("listing failed") from e
+        return out

@@ -1,0 +1,207 @@
+"""``Validator.verify``: is this checkpoint authoritative, and what exactly may be restored from it.
+
+Order of checks: the commit pointer and the manifest's stored hash, the record
+(version, schema), scope and identity, commit state, material, watermark and
+inventory, then every object: streamed once through sha256, size-capped at its
+declared size, archives checked member by member, optionally copied to a stage
+folder as it is hashed. The first failure is the verdict's one reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO
+
+from .archive import ArchiveRefused, check_stream
+from .checks import InventoryItem, check_attempt, check_content, check_scope
+from .errors import ObjectMissing, RecordRefused, StoreError
+from .hashing import CHUNK
+from .layout import object_key
+from .model import ARCHIVE_ROLES, CheckpointRecord
+from .reasons import Reason
+from .record import RECORD_SIZE_CAP, parse_record
+from .scope import StoreScope
+from .stores.base import CheckpointStore
+from .verdict import StagedArtifact, StagedCheckpoint, Verdict
+
+
+class _HashingReader:
+    """Reads at most ``limit`` bytes of ``src``, hashing and optionally copying them."""
+
+    def __init__(self, src: BinaryIO, out: BinaryIO | None, limit: int | None) -> None:
+        self._src, self._out, self._left = src, out, limit
+        self.sha = hashlib.sha256()
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = CHUNK
+        if self._left is not None:
+            n = min(n, self._left)
+        if n == 0:
+            return b""
+        data = self._src.read(n)
+        if data:
+            self.sha.update(data)
+            self.count += len(data)
+            if self._left is not None:
+                self._left -= len(data)
+            if self._out is not None:
+                self._out.write(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(CHUNK):
+            pass
+
+
+class Validator:
+    """Verifies checkpoints. Stateless; one instance can serve many calls."""
+
+    def __init__(self, *, record_cap: int = RECORD_SIZE_CAP) -> None:
+        self.record_cap = record_cap
+
+    def verify(
+        self,
+        store: CheckpointStore,
+        scope: StoreScope,
+        checkpoint_id: str,
+        *,
+        execution_id: str,
+        execution_generation: int,
+        stage_dir: Path | None = None,
+    ) -> Verdict:
+        """Verify ``checkpoint_id`` captured by attempt (``execution_id``, ``execution_generation``).
+
+        With ``stage_dir`` (created 0700, must be empty), every verified object
+        is left there (0600) and ``verdict.staged`` points at the copies; on a
+        refusal nothing is left behind.
+        """
+        try:
+            record = self._read_record(store, scope, checkpoint_id)
+            check_scope(record, scope)
+            check_attempt(
+                record,
+                checkpoint_id=checkpoint_id,
+                execution_id=execution_id,
+                execution_generation=execution_generation,
+            )
+            items = check_content(record)
+        except RecordRefused as r:
+            return Verdict.refused(r.reason)
+        reason, staged = self.verify_objects(store, scope, items, stage_dir)
+        if reason is not None:
+            return Verdict.refused(reason)
+        return Verdict(reason=None, record=record, staged=staged)
+
+    def _read_record(self, store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> CheckpointRecord:
+        try:
+            key, hexdigest = store.read_pointer(scope, checkpoint_id)
+        except ObjectMissing as e:
+            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
+        except (StoreError, ValueError) as e:
+            if isinstance(e, ValueError) and "safe path segment" in str(e):
+                raise RecordRefused(Reason.MANIFEST_ABSENT) from e
+            raise RecordRefused(Reason.CORRUPT_MANIFEST) from e
+        size = store.size_of(scope, key)
+        if size is None:
+            raise RecordRefused(Reason.MANIFEST_ABSENT)
+        if size > self.record_cap:
+            raise RecordRefused(Reason.INVALID_RECORD, "record exceeds the size cap")
+        try:
+            data = store.read_bytes(scope, key, self.record_cap)
+        except ObjectMissing as e:
+            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
+        except StoreError as e:
+            raise RecordRefused(Reason.INVALID_RECORD, "record exceeds the size cap") from e
+        if hashlib.sha256(data).hexdigest() != hexdigest:
+            raise RecordRefused(Reason.CORRUPT_MANIFEST)
+        return parse_record(data)
+
+    def verify_objects(
+        self,
+        store: CheckpointStore,
+        scope: StoreScope,
+        items: list[InventoryItem],
+        stage_dir: Path | None = None,
+    ) -> tuple[Reason | None, StagedCheckpoint | None]:
+        """Hash every listed object (concurrently when the store allows); first failure wins."""
+        if stage_dir is not None:
+            stage_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(stage_dir, 0o700)
+            if any(stage_dir.iterdir()):
+                raise ValueError("the stage folder must be empty")
+        workers = max(1, min(store.max_concurrency, len(items)))
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
+                results = list(pool.map(lambda i: _check_object(store, scope, i, stage_dir), items))
+        else:
+            results = [_check_object(store, scope, i, stage_dir) for i in items]
+        for reason, _ in results:
+            if reason is not None:
+                if stage_dir is not None:
+                    _empty(stage_dir)
+                return reason, None
+        if stage_dir is None:
+            return None, None
+        staged = {a.role: a for _, a in results if a is not None}
+        return None, StagedCheckpoint(directory=stage_dir, artifacts=staged)
+
+
+def _check_object(
+    store: CheckpointStore, scope: StoreScope, item: InventoryItem, stage_dir: Path | None
+) -> tuple[Reason | None, StagedArtifact | None]:
+    limit = None if item.size is None else item.size + 1
+    target: Path | None = None
+    out: BinaryIO | None = None
+    archive_ok = True
+    try:
+        if stage_dir is not None:
+            target = stage_dir.joinpath(*item.path.split("/"))
+            _mkdirs_in(stage_dir, target.parent)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            out = os.fdopen(fd, "wb")
+        with store.open_read(scope, object_key(item.digest)) as src:
+            reader = _HashingReader(src, out, limit)
+            if item.role in ARCHIVE_ROLES:
+                try:
+                    check_stream(reader)  # type: ignore[arg-type]
+                except ArchiveRefused:
+                    archive_ok = False
+            reader.drain()
+    except ObjectMissing:
+        return Reason.MISSING_OBJECT, None
+    except (StoreError, OSError):
+        return Reason.MISSING_OBJECT, None
+    finally:
+        if out is not None:
+            out.close()
+    digest = "sha256:" + reader.sha.hexdigest()
+    if digest != item.digest or (item.size is not None and reader.count != item.size) or not archive_ok:
+        return Reason.CORRUPT_OBJECT, None
+    if target is None:
+        return None, None
+    return None, StagedArtifact(role=item.role, path=target, size=reader.count, digest=digest)
+
+
+def _mkdirs_in(root: Path, folder: Path) -> None:
+    rel = folder.relative_to(root)
+    cur = root
+    for part in rel.parts:
+        cur = cur / part
+        if cur.is_symlink():
+            raise OSError("symlink in stage folder")
+        if not cur.exists():
+            cur.mkdir(mode=0o700)
+
+
+def _empty(folder: Path) -> None:
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

@@ -1,0 +1,209 @@
+"""``capture()``: build a checkpoint, upload its objects, verify them, then commit the record.
+
+Order matters for crashes: objects first (content-addressed, harmless if
+orphaned), then verification through the store, then the manifest, then the
+write-once commit pointer. A process killed anywhere before the pointer leaves
+nothing that lists or verifies as a checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from agentihooks_checkpoint.archive import ArchiveRefused, build_archive, safe_member_name
+from agentihooks_checkpoint.checks import InventoryItem
+from agentihooks_checkpoint.errors import CaptureError, StoreError
+from agentihooks_checkpoint.model import (
+    WRITTEN_VERSION,
+    ArtifactEntry,
+    Authority,
+    CheckpointRecord,
+    Cursor,
+    Role,
+)
+from agentihooks_checkpoint.record import encode_record
+from agentihooks_checkpoint.stores.base import CheckpointStore
+from agentihooks_checkpoint.validator import Validator
+
+from . import git
+from .request import CaptureRequest
+
+Step = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """A committed checkpoint: its record and the sha256 (bare hex) of the manifest bytes."""
+
+    record: CheckpointRecord
+    manifest_sha256: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _native_files(req: CaptureRequest) -> list[tuple[Path, str]]:
+    if not req.native_files:
+        return []
+    if req.harness_home is None or req.native_session_id is None:
+        raise CaptureError("native session files need the harness home and the session id")
+    home = req.harness_home.resolve()
+    out: list[tuple[Path, str]] = []
+    for name in req.native_files:
+        try:
+            rel = safe_member_name(name)
+        except ArchiveRefused as e:
+            raise CaptureError("a native session file is not relative to the harness home") from e
+        src = home.joinpath(*rel.parts)
+        if src.is_symlink() or not src.is_file():
+            raise CaptureError("a native session file is missing or not a regular file")
+        out.append((src, rel.as_posix()))
+    return out
+
+
+def _stage(req: CaptureRequest, work: Path) -> tuple[dict[str, Path], list[str], str, str, str]:
+    """Build every artifact file under ``work``; return (role → file, exclusions, base, head, branch)."""
+    files: dict[str, Path] = {}
+    exclusions = list(req.exclusions)
+    transcript = work / "transcript.jsonl"
+    try:
+        shutil.copyfile(req.transcript, transcript)  # bytes unchanged
+    except OSError as e:
+        raise CaptureError("the transcript cannot be read") from e
+    files[Role.TRANSCRIPT] = transcript
+    native = _native_files(req)
+    if native:
+        build_archive(work / "native_session.tar", native)
+        files[Role.NATIVE_SESSION] = work / "native_session.tar"
+    head = git.head_commit(req.worktree)
+    branch = req.branch_name or git.current_branch(req.worktree)
+    base = req.base_commit or head
+    git.check_range(req.worktree, base, head, branch)
+    if base != head:
+        git.write_bundle(req.worktree, base, branch, work / "source.bundle")
+        files[Role.GIT_BUNDLE] = work / "source.bundle"
+    if git.write_patch(req.worktree, work / "source.patch") > 0:
+        files[Role.SOURCE_PATCH] = work / "source.patch"
+    untracked: list[tuple[Path, str]] = []
+    for rel in git.untracked_files(req.worktree):
+        src = req.worktree / rel
+        if src.is_symlink() or not src.is_file():
+            exclusions.append(f"untracked non-regular file skipped: {rel}")
+            continue
+        untracked.append((src, rel))
+    if untracked:
+        build_archive(work / "untracked.tar", untracked)
+        files[Role.UNTRACKED] = work / "untracked.tar"
+    return files, exclusions, base, head, branch
+
+
+_PATHS = {
+    Role.TRANSCRIPT: "transcript.jsonl",
+    Role.NATIVE_SESSION: "native_session.tar",
+    Role.GIT_BUNDLE: "source.bundle",
+    Role.SOURCE_PATCH: "source.patch",
+    Role.UNTRACKED: "untracked.tar",
+}
+
+
+def capture(
+    store: CheckpointStore,
+    req: CaptureRequest,
+    *,
+    work_dir: Path | None = None,
+    on_step: Step | None = None,
+) -> CaptureResult:
+    """Capture and commit one checkpoint; raise :class:`CaptureError` and commit nothing on failure.
+
+    ``on_step`` is called after each durable step (``uploaded:<role>``,
+    ``verified``, ``manifest_written``, ``committed``); tests kill the process there.
+    """
+    step = on_step or (lambda _s: None)
+    work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
+    try:
+        files, exclusions, base, head, branch = _stage(req, work)
+        entries: list[ArtifactEntry] = []
+        for role, path in files.items():
+            try:
+                obj = store.put_object(req.scope, path)
+            except (StoreError, OSError) as e:
+                raise CaptureError(f"uploading the {role} artifact failed") from e
+            entries.append(
+                ArtifactEntry(role=role, path=_PATHS[Role(role)], size=obj.size, digest=obj.digest)
+            )
+            step(f"uploaded:{role}")
+        items = [InventoryItem(e.role, e.path, e.size, e.digest) for e in entries]
+        reason, _ = Validator().verify_objects(store, req.scope, items)
+        if reason is not None:
+            raise CaptureError(f"the uploaded objects did not verify: {reason.value}")
+        step("verified")
+        record = _record(req, entries, exclusions, base, head, branch)
+        data = encode_record(record)
+        try:
+            store.write_manifest(req.scope, req.checkpoint_id, data)
+            step("manifest_written")
+            digest = store.commit_written(req.scope, req.checkpoint_id, data)
+        except StoreError as e:
+            raise CaptureError(f"committing the checkpoint failed: {e}") from e
+        step("committed")
+        return CaptureResult(record=record, manifest_sha256=digest)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _record(  # noqa: PLR0917
+    req: CaptureRequest,
+    entries: list[ArtifactEntry],
+    exclusions: list[str],
+    base: str,
+    head: str,
+    branch: str,
+) -> CheckpointRecord:
+    native = any(e.role == Role.NATIVE_SESSION for e in entries)
+    offset = req.transcript_byte_offset
+    if offset is None:
+        offset = req.transcript.stat().st_size
+    authority = Authority(
+        execution_id=req.execution_id,
+        task_id=req.scope.task_id,
+        task_generation=req.scope.task_generation,
+        project_id=req.project_id,
+        execution_generation=req.execution_generation,
+        swarm_id=req.scope.swarm,
+        **({"seat_id": req.seat_id} if req.seat_id else {}),
+        **({"controller_epoch": req.controller_epoch} if req.controller_epoch is not None else {}),
+    )
+    now = _now()
+    fields: dict[str, object] = {
+        "schema_version": WRITTEN_VERSION,
+        "operation_id": req.operation_id or req.checkpoint_id,
+        "authority": authority,
+        "checkpoint_id": req.checkpoint_id,
+        "checkpoint_sequence": req.checkpoint_sequence,
+        "status": "complete",
+        "created_at": now,
+        "committed_at": now,
+        "native_resume_capability": "qualified" if native else "unsupported",
+        "base_commit": base,
+        "head_commit": head,
+        "branch_name": branch,
+        "transcript_durable_cursor": Cursor(sequence=req.watermark, byte_offset=offset),
+        "artifact_hashes": {e.role: e.digest for e in entries},
+        "exclusions": exclusions,
+        "quiescence_method": req.quiescence_method,
+        "dependencies_manifest": {},
+        "restore_constraints": req.restore_constraints,
+        "native_session_id": req.native_session_id,
+        "compatibility_key": req.compatibility_key,
+        "harness": req.harness,
+        "artifacts": entries,
+    }
+    if req.native_harness_version:
+        fields["native_harness_version"] = req.native_harness_version
+    return CheckpointRecord.model_validate(fields)
