@@ -1,11 +1,45 @@
-"""Entry point of ``agentihooks-operator``: runs the kopf operator (filled in by the operator issue)."""
+"""Entry point of ``agentihooks-operator``: runs the kopf operator with this package's handlers.
+
+Settings come from ``AGENTIHOOKS_*`` variables (:class:`OperatorConfig`);
+``--standalone`` turns off kopf's peering (several replicas are safe anyway:
+only the holder of a swarm's Redis lease writes).
+"""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import sys
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    sys.stderr.write("agentihooks-operator: the kopf operator is not wired yet\n")
-    raise SystemExit(2)
+    import kopf
+
+    from .k8s import handlers  # noqa: F401  (registers the handlers)
+    from .k8s.config import OperatorConfig
+
+    parser = argparse.ArgumentParser(prog="agentihooks-operator", description=__doc__.splitlines()[0])
+    parser.add_argument("--standalone", action="store_true", help="no kopf peering")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    config = OperatorConfig()
+    memo = kopf.Memo(config=config)
+    namespaces = config.namespace_list
+    kopf.run(
+        standalone=args.standalone,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=args.liveness,
+        memo=memo,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The operator's settings, read once from ``AGENTIHOOKS_*`` environment variables.
+
+Tests build an :class:`OperatorConfig` directly and hand it to the operator
+through kopf's memo, together with an injectable clock.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_holder() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+class OperatorConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    #: Root of every Redis key (the original's ``AGENTIHOOKS_SWARM_KEY_PREFIX``).
+    swarm_key_prefix: str = "agentihooks"
+    #: This replica's lease-holder identity; also the ``controller-owner`` Pod label.
+    operator_id: str = Field(default_factory=_default_holder)
+    lease_ms: int = Field(default=15000, ge=1000)
+    #: The control API workers report to (written into launch records).
+    control_url: str | None = None
+    #: Comma-separated namespaces to watch; empty means cluster-wide.
+    namespaces: str = ""
+    #: List and watch Namespaces to follow patterns (needs RBAC on namespaces).
+    scan_namespaces: bool = True
+    #: A Node NotReady/Unknown this long makes its Pods ``node_lost``.
+    node_lost_after_seconds: float = Field(default=40.0, gt=0)
+    #: Delay before a pass is retried after a Redis or API error.
+    retry_delay_seconds: float = Field(default=2.0, gt=0)
+
+    @property
+    def namespace_list(self) -> list[str]:
+        return [n.strip() for n in self.namespaces.split(",") if n.strip()]

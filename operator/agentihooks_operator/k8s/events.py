@@ -1,0 +1,75 @@
+"""Kubernetes Events for every fence, decision, replacement and outcome, on the Swarm and on the Pod.
+
+The recovery core keeps its own telemetry stream in Redis; after each pass the
+operator turns new entries (and the pass's launches) into ``v1`` Events so
+``kubectl describe swarm`` and ``kubectl get events`` tell the same story.
+Event messages carry ids, reasons and generations only: never a credential or
+conversation content.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .crd import API_VERSION, KIND
+from .pods import pod_name
+
+COMPONENT = "agentihooks-operator"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One thing worth an Event: ``reason`` is CamelCase (``Fenced``, ``Decided``, ``Replaced``...)."""
+
+    reason: str
+    message: str
+    execution_id: str | None = None
+    warning: bool = False
+
+
+def build_event(
+    notice: Notice, *, namespace: str, involved: dict[str, Any], now: datetime | None = None
+) -> dict[str, Any]:
+    stamp = (now or datetime.now(tz=UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{involved['name']}.{uuid.uuid4().hex[:16]}",
+            "namespace": namespace,
+        },
+        "involvedObject": {**involved, "namespace": namespace},
+        "reason": notice.reason,
+        "message": notice.message[:1024],
+        "type": "Warning" if notice.warning else "Normal",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def events_for(notice: Notice, *, swarm: str, namespace: str, swarm_uid: str | None) -> list[dict[str, Any]]:
+    """The Event on the Swarm and, when the notice names an attempt, the same Event on its Pod."""
+    on_swarm: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "name": swarm}
+    if swarm_uid:
+        on_swarm["uid"] = swarm_uid
+    out = [build_event(notice, namespace=namespace, involved=on_swarm)]
+    if notice.execution_id:
+        on_pod = {"apiVersion": "v1", "kind": "Pod", "name": pod_name(notice.execution_id)}
+        out.append(build_event(notice, namespace=namespace, involved=on_pod))
+    return out
+
+
+_TYPES = {"fence": ("Fenced", True), "recovery": ("Decided", False), "outcome": ("RestoreReported", False)}
+
+
+def notice_of_telemetry(event_type: str, execution_id: str, seat: str, detail: str, epoch: int) -> Notice:
+    """A Notice from one entry of the recovery core's telemetry stream."""
+    reason, warning = _TYPES.get(event_type, (event_type.capitalize(), False))
+    text = f"seat {seat} attempt {execution_id}: {detail}".rstrip(": ") + f" (controller epoch {epoch})"
+    return Notice(reason=reason, message=text, execution_id=execution_id, warning=warning)

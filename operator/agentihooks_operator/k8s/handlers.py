@@ -1,0 +1,193 @@
+"""Thin kopf handlers: wiring only; the work is in :mod:`.swarmpass` and the recovery core.
+
+* start-up creates the Redis and Kubernetes clients once (kept in kopf's memo),
+  clean-up closes them;
+* every Swarm gets a daemon that runs a pass at once when one of its Pods
+  changes (triggers coalesce: many events before the pass starts make one
+  pass) and at least every ``passIntervalSeconds``;
+* an invalid spec becomes a ``SpecValid=False`` condition and a
+  ``kopf.PermanentError``; Redis and API failures become
+  ``kopf.TemporaryError`` so kopf retries the daemon after a delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+import redis
+from agentihooks_checkpoint.catalog import EmptyCatalog
+from pydantic import ValidationError
+
+from ..recovery import LeaseLost, Recovery
+from ..recovery.errors import RecoveryError
+from ..recovery.keys import SwarmKeys
+from ..swarm import SwarmSpec
+from .client import KubeClient
+from .config import OperatorConfig
+from .crd import GROUP, PLURAL, VERSION
+from .errors import ApiError, InvalidSwarm
+from .launcher import KubernetesLauncher
+from .pods import DOMAIN, Owner
+from .swarmpass import SWARMS, SwarmPass
+
+log = logging.getLogger(__name__)
+SWARM_LABEL = f"{DOMAIN}/swarm"
+
+
+def parse_spec(raw: Any) -> SwarmSpec:
+    """The Swarm spec, or :class:`InvalidSwarm` naming every wrong field."""
+    try:
+        return SwarmSpec.model_validate(dict(raw or {}))
+    except ValidationError as e:
+        parts = [f"{'.'.join(map(str, err['loc'])) or 'spec'}: {err['msg']}" for err in e.errors()]
+        raise InvalidSwarm("invalid Swarm spec: " + "; ".join(parts)) from e
+
+
+def _connection(settings: kopf.OperatorSettings) -> Any:
+    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+    if info is None:
+        raise kopf.LoginError("no service account and no kubeconfig: cannot reach the Kubernetes API")
+    return info
+
+
+def _redis_clock(client: redis.Redis) -> Callable[[], int]:
+    def now_ms() -> int:
+        seconds, micros = client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    return now_ms
+
+
+@kopf.on.login()
+def login(settings: kopf.OperatorSettings, **_: Any) -> Any:
+    return _connection(settings)
+
+
+@kopf.on.startup()
+def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    config: OperatorConfig = memo.get("config") or OperatorConfig()
+    memo["config"] = config
+    settings.scanning.disabled = not config.scan_namespaces
+    settings.persistence.finalizer = f"{DOMAIN}/operator"
+    settings.posting.level = logging.WARNING
+    if memo.get("redis") is None:
+        memo["redis"] = redis.Redis.from_url(config.redis_url, socket_timeout=10)
+    if memo.get("kube") is None:
+        memo["kube"] = KubeClient.from_connection(_connection(settings))
+    if memo.get("clock") is None:
+        memo["clock"] = _redis_clock(memo["redis"])
+    memo.setdefault("catalog", EmptyCatalog())
+    memo.setdefault("triggers", {})
+    memo.setdefault("results", {})
+    log.info("operator %s started", config.operator_id)
+
+
+@kopf.on.cleanup()
+def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    for name in ("kube", "redis"):
+        client = memo.get(name)
+        if client is not None:
+            client.close()
+
+
+def _condition(valid: bool, message: str) -> dict[str, Any]:
+    return {
+        "type": "SpecValid",
+        "status": "True" if valid else "False",
+        "reason": "Valid" if valid else "InvalidSpec",
+        "message": message,
+        "lastTransitionTime": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
+async def validate(spec: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+    kube: KubeClient = memo["kube"]
+    namespace = namespace or "default"
+    try:
+        parse_spec(spec)
+    except InvalidSwarm as e:
+        body = {"status": {"conditions": [_condition(False, str(e))]}}
+        await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+        raise kopf.PermanentError(str(e)) from e
+    body = {"status": {"conditions": [_condition(True, "the spec is valid")]}}
+    await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+
+
+@kopf.on.event("pods", labels={SWARM_LABEL: kopf.PRESENT})
+def pod_changed(labels: Mapping[str, str], namespace: str | None, memo: Any, **_: Any) -> None:
+    trigger: asyncio.Event | None = memo["triggers"].get((namespace, labels.get(SWARM_LABEL)))
+    if trigger is not None:
+        trigger.set()
+
+
+def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, body: Any) -> SwarmPass:
+    config: OperatorConfig = memo["config"]
+    owner = Owner(name=name, namespace=namespace, uid=uid, controller=config.operator_id)
+
+    def current_spec() -> SwarmSpec:
+        return parse_spec(body.get("spec"))
+
+    launcher = KubernetesLauncher(memo["kube"], owner, current_spec, control_url=config.control_url)
+    recovery = Recovery(
+        memo["redis"],
+        name,
+        holder=config.operator_id,
+        catalog=memo["catalog"],
+        launcher=launcher,
+        prefix=config.swarm_key_prefix,
+        lease_ms=config.lease_ms,
+        clock=memo["clock"],
+        faults=memo.get("faults"),
+    )
+    return SwarmPass(
+        recovery=recovery,
+        redis_client=memo["redis"],
+        keys=SwarmKeys(config.swarm_key_prefix, name),
+        kube=memo["kube"],
+        owner=owner,
+        clock=memo["clock"],
+        node_lost_after_s=config.node_lost_after_seconds,
+    )
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10)
+async def recovery_loop(
+    name: str, namespace: str | None, uid: str, body: Any, memo: Any, stopped: Any, **_: Any
+) -> None:
+    config: OperatorConfig = memo["config"]
+    namespace = namespace or "default"
+    key = (namespace, name)
+    trigger: asyncio.Event = memo["triggers"].setdefault(key, asyncio.Event())
+    runner: SwarmPass | None = None
+    while not stopped:
+        try:
+            spec = parse_spec(body.get("spec"))
+        except InvalidSwarm:
+            await stopped.wait(5)  # reported by ``validate``; nothing runs until the spec is fixed
+            continue
+        runner = runner or _build_pass(memo, name, namespace, uid, body)
+        trigger.clear()
+        try:
+            result = await asyncio.to_thread(runner.run, spec)
+        except LeaseLost:
+            result = None
+        except (redis.RedisError, ApiError, RecoveryError) as e:
+            raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=config.retry_delay_seconds) from e
+        memo["results"][key] = result
+        waiter = asyncio.ensure_future(trigger.wait())
+        stopper = asyncio.ensure_future(stopped.wait())
+        try:
+            await asyncio.wait(
+                {waiter, stopper}, timeout=spec.recovery.pass_interval_seconds, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            waiter.cancel()
+            stopper.cancel()

@@ -1,0 +1,112 @@
+"""The Kubernetes :class:`ReplacementLauncher`: one attempt = credential Secret + launch ConfigMap + Pod.
+
+Every create is idempotent by name: the execution id is fixed in Redis before
+``launch`` is called, so a repeated create answers 409 and is read as
+``exists``, never a second Pod. The Secret and ConfigMap are created before the
+Pod so a Pod never starts without its launch record. ``retire`` deletes the
+fenced attempt's Pod and its credential Secret and launch ConfigMap; an
+absent object is already retired.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from ..recovery.models import LaunchPlan
+from ..swarm import SwarmSpec
+from .client import KubeClient
+from .errors import ApiError
+from .pods import (
+    Execution,
+    Owner,
+    build_launch_configmap,
+    build_launch_record,
+    build_pod_spec,
+    build_worker_secret,
+    credential_secret_name,
+    launch_configmap_name,
+    pod_name,
+)
+
+log = logging.getLogger(__name__)
+
+
+def execution_of(plan: LaunchPlan) -> Execution:
+    from agentihooks_checkpoint.launch import RestoreSource
+
+    source = (
+        RestoreSource(
+            execution_id=plan.restore_from.execution_id,
+            execution_generation=plan.restore_from.execution_generation,
+        )
+        if plan.restore_from
+        else None
+    )
+    return Execution(
+        execution_id=plan.execution_id,
+        generation=plan.generation,
+        seat=plan.seat,
+        task_id=plan.task_id,
+        task_generation=plan.task_generation,
+        grant_id=plan.grant_id,
+        controller_epoch=plan.epoch,
+        directive=plan.directive,
+        restore_from=source,
+    )
+
+
+class KubernetesLauncher:
+    """Launches and retires one swarm's attempts in its namespace."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        owner: Owner,
+        spec: Callable[[], SwarmSpec],
+        *,
+        control_url: str | None = None,
+        on_launch: Callable[[LaunchPlan, str], None] | None = None,
+    ) -> None:
+        self.kube = kube
+        self.owner = owner
+        self._spec = spec
+        self.control_url = control_url
+        self._on_launch = on_launch
+
+    def _create(self, resource: str, body: dict[str, Any]) -> Literal["created", "exists"]:
+        try:
+            self.kube.create(resource, self.owner.namespace, body)
+        except ApiError as e:
+            if e.status == 409:
+                return "exists"
+            raise
+        return "created"
+
+    def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
+        spec = self._spec()
+        ex = execution_of(plan)
+        record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
+        self._create("secrets", build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex))
+        self._create("configmaps", build_launch_configmap(record, self.owner, ex))
+        result = self._create("pods", build_pod_spec(spec, self.owner, ex))
+        log.info(
+            "attempt %s (seat %s, generation %d): pod %s",
+            plan.execution_id,
+            plan.seat,
+            plan.generation,
+            result,
+        )
+        if self._on_launch is not None:
+            self._on_launch(plan, result)
+        return result
+
+    def exists(self, execution_id: str) -> bool:
+        return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
+
+    def retire(self, execution_id: str) -> None:
+        ns = self.owner.namespace
+        self.kube.delete("pods", ns, pod_name(execution_id))
+        self.kube.delete("secrets", ns, credential_secret_name(execution_id))
+        self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))

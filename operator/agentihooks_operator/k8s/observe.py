@@ -1,0 +1,95 @@
+"""Build the recovery core's observations from Pods, Nodes and what Redis says is current.
+
+The attempts to observe come from Redis (the core's ``executions`` records),
+not from the Pod list: a Pod deleted before any pass saw it is then still
+observed, as ``gone``, and fenced. The image-pull grace is counted from the
+first pass that saw the attempt waiting on a pull failure; that time lives in
+the swarm's ``image-pull-since`` hash (the original keyspace's name), so a
+restarted or new lease holder keeps counting from the same moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+
+from ..recovery.keys import SwarmKeys
+from ..recovery.models import AttemptObservation
+from ..recovery.records import AttemptRecord
+from .classify import Verdict, apply_pull_grace, classify
+from .pods import pod_name
+
+
+def pull_since_key(keys: SwarmKeys) -> str:
+    return f"{keys.prefix}:swarm:{{{keys.swarm}}}:image-pull-since"
+
+
+def current_attempts(client: redis.Redis, keys: SwarmKeys) -> list[AttemptRecord]:
+    """Per seat, the newest admitted (not yet fenced) attempt."""
+    raw: Mapping[Any, Any] = client.hgetall(keys.executions)
+    newest: dict[str, AttemptRecord] = {}
+    for value in raw.values():
+        record = AttemptRecord.model_validate_json(value)
+        if record.state != "admitted":
+            continue
+        held = newest.get(record.seat)
+        if held is None or record.generation > held.generation:
+            newest[record.seat] = record
+    return sorted(newest.values(), key=lambda r: r.seat)
+
+
+class PullGrace:
+    """First-seen times of image-pull failures, per execution, in Redis."""
+
+    def __init__(self, client: redis.Redis, keys: SwarmKeys, clock: Callable[[], int]) -> None:
+        self.client = client
+        self.key = pull_since_key(keys)
+        self.clock = clock
+
+    def first_seen(self, execution_id: str, failing: bool) -> int | None:
+        if not failing:
+            self.client.hdel(self.key, execution_id)
+            return None
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hsetnx(self.key, execution_id, self.clock())
+        pipe.hget(self.key, execution_id)
+        _, value = pipe.execute()
+        return int(value)
+
+
+def observe(
+    attempts: Iterable[AttemptRecord],
+    pods: Mapping[str, Mapping[str, Any]],
+    nodes: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    grace: PullGrace,
+    grace_ms: int,
+    node_lost_after_s: float,
+    now_ms: int,
+) -> list[AttemptObservation]:
+    """One observation per current attempt; ``nodes`` is ``None`` when nodes cannot be listed."""
+    now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+    out: list[AttemptObservation] = []
+    for attempt in attempts:
+        pod = pods.get(pod_name(attempt.execution_id))
+        node = None
+        if pod is not None and nodes is not None:
+            node = nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        verdict: Verdict = classify(
+            pod, node=node, node_known=nodes is not None, now=now, node_lost_after_s=node_lost_after_s
+        )
+        first = grace.first_seen(attempt.execution_id, verdict.pull_failure)
+        verdict = apply_pull_grace(verdict, first_seen_ms=first, now_ms=now_ms, grace_ms=grace_ms)
+        out.append(
+            AttemptObservation(
+                execution_id=attempt.execution_id,
+                seat=attempt.seat,
+                generation=attempt.generation,
+                state=verdict.state,
+                reason=verdict.reason,
+            )
+        )
+    return out

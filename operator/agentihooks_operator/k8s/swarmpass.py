@@ -1,0 +1,159 @@
+"""One recovery pass of one swarm, against Kubernetes and Redis (blocking; kopf runs it in a thread).
+
+Order: take or renew the lease (a non-holder stops here and writes nothing),
+launch generation 1 for new seats, list the swarm's Pods and the Nodes,
+classify every current attempt, hand the observations to
+``Recovery.reconcile``, then publish what happened as Kubernetes Events and as
+the Swarm's status (handoff cards and the printer-column counts).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from ..recovery import PassReport, Recovery
+from ..recovery.keys import SwarmKeys
+from ..recovery.models import AttemptObservation
+from ..swarm import SwarmSpec
+from .client import KubeClient
+from .crd import API_VERSION, PLURAL
+from .errors import ApiError
+from .events import Notice, events_for, notice_of_telemetry
+from .observe import PullGrace, current_attempts, observe
+from .pods import Owner, label
+
+log = logging.getLogger(__name__)
+SWARMS = f"{API_VERSION}/{PLURAL}"
+
+
+@dataclass
+class PassResult:
+    leader: bool
+    observations: list[AttemptObservation] = field(default_factory=list)
+    report: PassReport | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+class SwarmPass:
+    """Everything one swarm's passes share: clients, the Recovery instance and what was published."""
+
+    def __init__(
+        self,
+        *,
+        recovery: Recovery,
+        redis_client: redis.Redis,
+        keys: SwarmKeys,
+        kube: KubeClient,
+        owner: Owner,
+        clock: Callable[[], int],
+        node_lost_after_s: float = 40.0,
+    ) -> None:
+        self.recovery = recovery
+        self.kube = kube
+        self.owner = owner
+        self.clock = clock
+        self.node_lost_after_s = node_lost_after_s
+        self.grace = PullGrace(redis_client, keys, clock)
+        self.redis = redis_client
+        self.keys = keys
+        self._nodes_allowed = True
+        self._last_status: dict[str, Any] | None = None
+        self._seen_events: set[str] | None = None
+
+    # -- reads ---------------------------------------------------------------------------------
+    def _pods(self) -> dict[str, dict[str, Any]]:
+        items = self.kube.list("pods", self.owner.namespace, {label("swarm"): self.owner.name})
+        return {str(p["metadata"]["name"]): p for p in items}
+
+    def _nodes(self) -> dict[str, dict[str, Any]] | None:
+        if not self._nodes_allowed:
+            return None
+        try:
+            items = self.kube.list("nodes", None)
+        except ApiError as e:
+            if e.status in (403, 404):
+                log.warning("nodes cannot be listed (%s); node loss is read from Pod status only", e.status)
+                self._nodes_allowed = False
+                return None
+            raise
+        return {str(n["metadata"]["name"]): n for n in items}
+
+    # -- the pass ------------------------------------------------------------------------------
+    def run(self, spec: SwarmSpec) -> PassResult:
+        if not self.recovery.acquire():
+            return PassResult(leader=False)
+        if self._seen_events is None:  # entries older than this process were published before
+            self._seen_events = {e.id for e in self.recovery.events(200)}
+        self.recovery.ensure_seats(spec)
+        attempts = current_attempts(self.redis, self.keys)
+        observations = observe(
+            attempts,
+            self._pods(),
+            self._nodes(),
+            grace=self.grace,
+            grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
+            node_lost_after_s=self.node_lost_after_s,
+            now_ms=self.clock(),
+        )
+        report = self.recovery.reconcile(spec, observations)
+        if report.lease_lost:
+            return PassResult(leader=False, observations=observations, report=report)
+        self._publish_events(report)
+        status = self._publish_status(spec, observations, report)
+        return PassResult(leader=True, observations=observations, report=report, status=status)
+
+    # -- publishing ----------------------------------------------------------------------------
+    def _post(self, notice: Notice) -> None:
+        for event in events_for(
+            notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
+        ):
+            try:
+                self.kube.create("events", self.owner.namespace, event)
+            except ApiError as e:  # an Event is a courtesy; the records in Redis are the truth
+                log.warning("could not post event %s: %s", notice.reason, e.status)
+
+    def _publish_events(self, report: PassReport) -> None:
+        seen = self._seen_events if self._seen_events is not None else set()
+        for entry in self.recovery.events(200):
+            if entry.id in seen:
+                continue
+            seen.add(entry.id)
+            self._post(
+                notice_of_telemetry(entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch)
+            )
+        for execution_id in report.launches:
+            self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
+        for execution_id in report.retired:
+            self._post(
+                Notice("Retired", f"fenced attempt {execution_id}: pod deleted", execution_id=execution_id)
+            )
+        for refusal in report.refusals:
+            msg = f"the recovery request for {refusal.execution_id} was refused: {refusal.reason}"
+            self._post(Notice("RequestRefused", msg, execution_id=None, warning=True))
+
+    def _publish_status(
+        self, spec: SwarmSpec, observations: list[AttemptObservation], report: PassReport
+    ) -> dict[str, Any]:
+        cards = [c.model_dump(mode="json", exclude={"outcome"}) for c in self.recovery.cards(spec)]
+        awaiting = sum(1 for c in cards if c.get("binding") == "awaiting decision")
+        recovering = sum(
+            1 for c in cards if c.get("continuity") == "pending" and c.get("binding") != "awaiting decision"
+        )
+        status: dict[str, Any] = {
+            "seats": len(spec.seats),
+            "running": sum(1 for o in observations if o.state == "running"),
+            "recovering": recovering,
+            "awaitingDecision": awaiting,
+            "paused": report.paused,
+            "controllerEpoch": report.epoch,
+            "handoffs": cards,
+        }
+        if status != self._last_status:
+            self.kube.patch(SWARMS, self.owner.namespace, self.owner.name, {"status": status}, sub="status")
+            self._last_status = status
+        return status
