@@ -35,17 +35,19 @@ def render() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed CRD differs")
+    parser.add_argument("--target", type=Path, default=TARGET, help="the CRD file (default: the chart's)")
     args = parser.parse_args()
+    target: Path = args.target
     text = render()
     if args.check:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
         if current != text:
-            sys.stderr.write(f"{TARGET.relative_to(ROOT)} is stale: run scripts/gen-crd.py\n")
+            sys.stderr.write(f"{target} is stale: run scripts/gen-crd.py\n")
             return 1
         return 0
-    TARGET.parent.mkdir(parents=True, exist_ok=True)
-    TARGET.write_text(text, encoding="utf-8")
-    sys.stdout.write(f"wrote {TARGET.relative_to(ROOT)}\n")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    sys.stdout.write(f"wrote {target}\n")
     return 0
 
 

@@ -1,0 +1,121 @@
+"""values.schema.json rejects wrong types and unknown keys, so a typo fails the install loudly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from testsupport.helm import CHART, Helm
+
+SCHEMA = json.loads((CHART / "values.schema.json").read_text())
+
+BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
+    ("unknown top-level key", {"replicas": 2}, "replicas"),
+    ("unknown nested key", {"operator": {"replica": 2}}, "replica"),
+    ("unknown key in a list item", {"ingress": {"hosts": [{"host": "a", "paths": [], "tls": True}]}}, "tls"),
+    ("replicas as text", {"operator": {"replicas": "two"}}, "/operator/replicas"),
+    ("replicas zero", {"operator": {"replicas": 0}}, "/operator/replicas"),
+    ("boolean as text", {"rbac": {"clusterWide": "yes"}}, "/rbac/clusterWide"),
+    ("unknown redis mode", {"redis": {"mode": "sentinel"}}, "/redis/mode"),
+    ("unknown store mode", {"checkpointStore": {"mode": "s3"}}, "/checkpointStore/mode"),
+    (
+        "relative checkpoint root",
+        {"checkpointStore": {"root": {"path": "ckpt"}}},
+        "/checkpointStore/root/path",
+    ),
+    ("password-like value in clear", {"redis": {"auth": {"password": "hunter2"}}}, "password"),
+    (
+        "annotation that is not a string",
+        {"serviceAccount": {"annotations": {"a": 1}}},
+        "/serviceAccount/annotations",
+    ),
+    ("bad port", {"operator": {"port": 70000}}, "/operator/port"),
+    ("bad namespace name", {"rbac": {"watchNamespaces": ["Team_A"]}}, "/rbac/watchNamespaces"),
+    ("bad quantity", {"operator": {"resources": {"limits": {"memory": "lots"}}}}, "/operator/resources"),
+]
+
+
+@pytest.mark.parametrize(("case", "values", "named"), BAD_VALUES, ids=[c[0] for c in BAD_VALUES])
+def test_bad_values_are_rejected(helm: Helm, case: str, values: dict[str, Any], named: str) -> None:
+    res = helm.template(values)
+    assert res.returncode != 0, f"{case}: rendered anyway"
+    assert "schema" in res.stderr.lower() or "at '" in res.stderr, res.stderr
+    assert named in res.stderr, f"{case}: the error does not name {named!r}: {res.stderr}"
+    assert not res.stdout.strip(), "nothing is rendered when values are rejected"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"redis": {"mode": "external"}}, "redis.external.url is empty"),
+        (
+            {"redis": {"mode": "external", "external": {"url": "redis://u:secret@host:6379/0"}}},
+            "must not carry a password",
+        ),
+        ({"checkpointStore": {"mode": "bucket"}}, "checkpointStore.bucket.name is empty"),
+        (
+            {"operator": {"replicas": 2}, "checkpointStore": {"mode": "root"}},
+            "needs a ReadWriteMany claim",
+        ),
+    ],
+)
+def test_inconsistent_values_fail_with_a_clear_message(
+    helm: Helm, values: dict[str, Any], message: str
+) -> None:
+    res = helm.template(values)
+    assert res.returncode != 0
+    assert message in res.stderr
+    assert "secret@" not in res.stderr, "a password in a rejected URL is never echoed"
+
+
+def _object_schemas(node: Any, path: str = "$") -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            found.append((path, node))
+        for key, value in node.items():
+            found += _object_schemas(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _object_schemas(value, f"{path}[{i}]")
+    return found
+
+
+def test_every_object_in_the_schema_is_closed() -> None:
+    """additionalProperties is set everywhere, except Kubernetes objects passed through as they are."""
+    open_ones = [
+        path
+        for path, node in _object_schemas(SCHEMA)
+        if "additionalProperties" not in node
+        and node.get("$comment") != "k8s-passthrough"
+        and path != "$.properties.global"
+    ]
+    assert open_ones == []
+
+
+def test_every_default_value_is_documented() -> None:
+    """Each value in values.yaml has a comment right above it, or above a block that holds it."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    stack: list[tuple[int, bool]] = []  # (indent, documented) of the enclosing keys
+    undocumented = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or ":" not in stripped:
+            continue
+        indent = len(line) - len(line.lstrip(" -"))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        documented = lines[i - 1].strip().startswith("#") or any(d for _, d in stack)
+        stack.append((indent, documented))
+        is_leaf = stripped.partition(":")[2].strip() != ""
+        if is_leaf and not documented:
+            undocumented.append(f"line {i + 1}: {stripped}")
+    assert undocumented == []
+
+
+def test_defaults_satisfy_the_schema() -> None:
+    import jsonschema
+
+    jsonschema.Draft7Validator(SCHEMA).validate(yaml.safe_load((CHART / "values.yaml").read_text()))
