@@ -219,3 +219,81 @@ def build_checkpoint(
         base_commit=base,
         head_commit=head,
     )
+
+
+def sample_record(minor: int = 2, **overrides: object) -> dict[str, object]:
+    """A valid record dict of minor ``minor`` (0, 1, 2 or later); ``overrides`` replace top-level fields.
+
+    Pure data (no store): for schema and model tests. Digests are of b"t", b"b".
+    """
+    import hashlib
+
+    t = "sha256:" + hashlib.sha256(b"t").hexdigest()
+    b = "sha256:" + hashlib.sha256(b"b").hexdigest()
+    rec: dict[str, object] = {
+        "schema_version": f"2.{minor}",
+        "operation_id": "op-1",
+        "authority": {
+            "execution_id": "exe-" + "a" * 32,
+            "task_id": "task-1",
+            "task_generation": 1,
+            "project_id": "github.com/example/repo",
+        },
+        "checkpoint_id": "ckpt-7",
+        "checkpoint_sequence": 7,
+        "status": "complete",
+        "created_at": "2026-11-30T08:00:00Z",
+        "committed_at": "2026-11-30T08:00:01.5Z",
+        "native_resume_capability": "unsupported",
+        "base_commit": "1" * 40,
+        "head_commit": "2" * 40,
+        "branch_name": "task",
+        "transcript_durable_cursor": {"sequence": 412, "byte_offset": 25800},
+        "artifact_hashes": {"transcript": t, "git_bundle": b},
+        "exclusions": [],
+    }
+    if minor >= 1:
+        rec.update(quiescence_method="stopped_process", dependencies_manifest={}, restore_constraints=[])
+    if minor >= 2:
+        rec["authority"] = {**rec["authority"], "execution_generation": 2}  # type: ignore[dict-item]
+        rec.update(
+            compatibility_key="worker:1.0.0",
+            harness="claude",
+            artifacts=[
+                {"role": "transcript", "path": "transcript.jsonl", "size": 1, "digest": t},
+                {"role": "git_bundle", "path": "source.bundle", "size": 1, "digest": b},
+            ],
+        )
+    rec.update(overrides)
+    return rec
+
+
+def store_path(store: CheckpointStore, scope: StoreScope, key: str) -> Path:
+    """The file behind ``key`` of a LocalStore (tests tamper with it directly)."""
+    from agentihooks_checkpoint.stores import LocalStore
+
+    assert isinstance(store, LocalStore)
+    return store.root / scope.prefix / key
+
+
+def recommit(store: CheckpointStore, scope: StoreScope, checkpoint_id: str, data: bytes) -> None:
+    """Replace a committed record by ``data`` with a pointer whose hash matches (a hostile writer)."""
+    from agentihooks_checkpoint.layout import pointer_key
+    from agentihooks_checkpoint.stores import LocalStore, S3Store
+
+    key = pointer_key(checkpoint_id)
+    if isinstance(store, LocalStore):
+        store_path(store, scope, key).unlink(missing_ok=True)
+    elif isinstance(store, S3Store):
+        store.client.delete_object(Bucket=store.bucket, Key=f"{store.prefix}{scope.prefix}{key}")
+    store.write_manifest(scope, checkpoint_id, data)
+    store.commit_written(scope, checkpoint_id, data)
+
+
+def edit_record(store: CheckpointStore, scope: StoreScope, checkpoint_id: str, edit: object) -> None:
+    """Load the committed record as JSON, call ``edit(dict)`` (which mutates it), and recommit it."""
+    from agentihooks_checkpoint.layout import manifest_key
+
+    rec = json.loads(store.read_bytes(scope, manifest_key(checkpoint_id), 1 << 20))
+    edit(rec)  # type: ignore[operator]
+    recommit(store, scope, checkpoint_id, json.dumps(rec).encode())
