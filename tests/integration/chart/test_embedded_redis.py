@@ -1,0 +1,135 @@
+"""The embedded Redis the chart renders really runs with append-only persistence and its password.
+
+The container command is taken from the rendered StatefulSet and run with a real redis-server
+(only the port and the data folder are moved to this machine's loopback and a temp folder), then
+killed without warning and started again: acknowledged writes survive.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from testsupport.helm import Helm, one
+from testsupport.redis_server import free_port, redis_binary
+
+PASSWORD = "correct horse battery staple"
+
+
+def _command(helm: Helm, values: dict[str, Any], port: int, data: Path) -> list[str]:
+    sts = one(helm.render(values), "StatefulSet")
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    script = container["args"][0]
+    assert container["command"] == ["sh", "-c"]
+    assert "--port 6379" in script and "--dir /data" in script
+    return [
+        "sh",
+        "-c",
+        script.replace("--port 6379", f"--port {port}").replace("--dir /data", f"--dir {data}"),
+    ]
+
+
+class _Running:
+    def __init__(self, argv: list[str], env: dict[str, str], port: int, password: str | None) -> None:
+        self.argv, self.env, self.port, self.password = argv, env, port, password
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        client = redis.Redis(port=self.port, password=self.password, socket_timeout=2)
+        for _ in range(200):
+            try:
+                client.ping()
+                return
+            except (redis.ConnectionError, redis.TimeoutError):
+                assert self.proc.poll() is None, "redis-server exited at start"
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not answer")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    # The image runs `redis-server` from PATH; point PATH at the binary this machine has.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "redis-server").symlink_to(redis_binary())
+    yield {"PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+
+
+def test_aof_survives_a_kill_and_password_is_required(
+    helm: Helm, tmp_path: Path, redis_env: dict[str, str]
+) -> None:
+    port, data = free_port(), tmp_path / "data"
+    data.mkdir()
+    argv = _command(helm, {"redis": {"auth": {"existingSecret": "agentihooks-redis"}}}, port, data)
+    server = _Running(argv, {**redis_env, "REDIS_PASSWORD": PASSWORD}, port, PASSWORD)
+    server.start()
+    try:
+        anonymous = redis.Redis(port=port, socket_timeout=2)
+        with pytest.raises(redis.AuthenticationError):
+            anonymous.set("k", "v")
+        client = redis.Redis(port=port, password=PASSWORD, socket_timeout=2)
+        assert client.config_get("appendonly") == {"appendonly": "yes"}
+        assert client.config_get("appendfsync") == {"appendfsync": "everysec"}
+        client.set("agentihooks:swarm:{example}:control-epoch", 7)
+        # Redis appends to the AOF before it answers, so a SIGKILL right after the reply loses nothing.
+        server.kill()
+        server.start()
+        assert client.get("agentihooks:swarm:{example}:control-epoch") == b"7"
+    finally:
+        server.kill()
+
+
+def test_without_a_secret_redis_runs_without_password(
+    helm: Helm, tmp_path: Path, redis_env: dict[str, str]
+) -> None:
+    port = free_port()
+    argv = _command(helm, {}, port, tmp_path)
+    assert one(helm.render({}), "StatefulSet")["spec"]["template"]["spec"]["containers"][0].get("env") is None
+    server = _Running(argv, redis_env, port, None)
+    server.start()
+    try:
+        assert redis.Redis(port=port, socket_timeout=2).ping()
+    finally:
+        server.kill()
+
+
+@pytest.mark.skipif(shutil.which("redis-cli") is None, reason="redis-cli is not installed")
+def test_probe_command_authenticates_from_the_environment(
+    helm: Helm, tmp_path: Path, redis_env: dict[str, str]
+) -> None:
+    port = free_port()
+    values = {"redis": {"auth": {"existingSecret": "s"}}}
+    container = one(helm.render(values), "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    env_names = [e["name"] for e in container["env"]]
+    assert env_names == ["REDIS_PASSWORD", "REDISCLI_AUTH"]
+    server = _Running(
+        _command(helm, values, port, tmp_path), {**redis_env, "REDIS_PASSWORD": PASSWORD}, port, PASSWORD
+    )
+    server.start()
+    try:
+        probe = container["readinessProbe"]["exec"]["command"]
+        script = probe[2].replace("-h 127.0.0.1", f"-h 127.0.0.1 -p {port}")
+        ok = subprocess.run(["sh", "-c", script], env={**redis_env, "REDISCLI_AUTH": PASSWORD})
+        assert ok.returncode == 0
+        bad = subprocess.run(
+            ["sh", "-c", script], env={**redis_env, "REDISCLI_AUTH": "wrong"}, capture_output=True
+        )
+        assert bad.returncode != 0
+    finally:
+        server.kill()
