@@ -7,6 +7,7 @@ Lua script that checks this controller's lease holder and epoch first.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import redis
@@ -14,7 +15,15 @@ from agentihooks_checkpoint.catalog import CheckpointCatalog
 from agentihooks_checkpoint.directive import RestoreOutcome
 
 from ..swarm import SwarmSpec
-from .launcher import FaultInjector, ReplacementLauncher
+from . import cards as _cards
+from . import choices, credentials, outcomes, seats, telemetry
+from .context import Ctx
+from .errors import InjectedFault, LeaseLost, RecoveryRefused
+from .fencing import Failure, recover
+from .keys import SwarmKeys
+from .launcher import FaultInjector, ReplacementLauncher, no_faults
+from .launching import launch_step
+from .lease import Lease
 from .models import (
     AttemptObservation,
     Choice,
@@ -24,11 +33,20 @@ from .models import (
     PassReport,
     RecoveryEvent,
 )
+from .reads import attempts, one, snapshot
 from .records import StoredOutcome
+from .writer import Writer
+
+log = logging.getLogger("agentihooks.recovery")
 
 
 class Recovery:
-    """Recovery of one swarm under one controller identity (``holder``)."""
+    """Recovery of one swarm under one controller identity (``holder``).
+
+    ``clock`` returns milliseconds; without it, times come from Redis ``TIME``
+    inside the scripts. ``faults`` is called at every named write point
+    (``before:<step>``/``after:<step>``) and may raise to simulate a crash.
+    """
 
     def __init__(
         self,
@@ -43,26 +61,109 @@ class Recovery:
         clock: Callable[[], int] | None = None,
         faults: FaultInjector | None = None,
     ) -> None:
-        raise NotImplementedError
+        if not holder or len(holder) > 200:
+            raise ValueError("holder must name this controller (1-200 characters)")
+        self.keys = SwarmKeys(prefix, swarm)
+        self._w = Writer(client, self.keys, holder, clock)
+        self._lease = Lease(self._w, lease_ms)
+        self._ctx = Ctx(self._w, catalog, launcher, faults or no_faults, clock)
+        self._spec: SwarmSpec | None = None
 
     # -- lease -------------------------------------------------------------------------------
     def acquire(self) -> bool:
         """Acquire or renew the swarm's lease; a takeover increments ``control-epoch``."""
-        raise NotImplementedError
+        return self._lease.acquire()
+
+    def release(self) -> bool:
+        """Give the lease up on a clean shutdown."""
+        return self._lease.release()
 
     @property
     def epoch(self) -> int:
         """The epoch this controller holds (0 before the first successful :meth:`acquire`)."""
-        raise NotImplementedError
+        return self._w.epoch
+
+    @property
+    def writes_applied(self) -> int:
+        """Write scripts that passed the lease guard (for tests and metrics)."""
+        return self._w.applied
+
+    @property
+    def writes_refused(self) -> int:
+        """Write scripts the lease guard refused: nothing of them was applied."""
+        return self._w.refused
+
+    @property
+    def round_trips(self) -> int:
+        """Redis round trips made so far by this instance."""
+        return self._w.round_trips
+
+    def _leader(self) -> None:
+        if self._w.epoch == 0 and not self.acquire():
+            raise LeaseLost(f"{self._w.holder} does not hold the lease of swarm {self.keys.swarm}")
 
     # -- passes ------------------------------------------------------------------------------
     def ensure_seats(self, spec: SwarmSpec) -> list[LaunchPlan]:
         """Admit and launch generation 1 for every seat that has no attempt yet."""
-        raise NotImplementedError
+        self._spec = spec
+        self._leader()
+        return seats.ensure_seats(self._ctx, spec)
 
     def reconcile(self, spec: SwarmSpec, observations: Sequence[AttemptObservation]) -> PassReport:
         """One recovery pass: fence, release, decide, replace and hold; then apply recorded requests."""
-        raise NotImplementedError
+        self._spec = spec
+        report = PassReport()
+        start = self._w.round_trips
+        try:
+            if not self.acquire():
+                log.info(
+                    "recovery of swarm %s: lease held by another controller; pass skipped", spec_name(self)
+                )
+                return report
+            report.leader, report.epoch = True, self._w.epoch
+            self._pass(spec, observations, report)
+        except LeaseLost:
+            report.lease_lost = True
+        finally:
+            report.round_trips = self._w.round_trips - start
+        return report
+
+    def _pass(self, spec: SwarmSpec, observations: Sequence[AttemptObservation], report: PassReport) -> None:
+        ctx = self._ctx
+        snap = snapshot(self._w)
+        report.paused = snap.paused
+        failures: dict[str, Failure] = {}
+        for o in observations:
+            if o.state not in ("failed", "gone") or snap.work.get(o.execution_id) == "launch":
+                continue
+            if snap.seats.get(o.seat) != o.execution_id:
+                continue  # not the seat's current attempt (an old, already fenced Pod)
+            reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
+            failures[o.execution_id] = Failure(
+                o.execution_id, o.seat, o.generation, reason, o.superseded_legacy
+            )
+        ids = list(dict.fromkeys([*failures, *snap.work]))
+        task_of = {s.name: s.task.id for s in spec.seats}
+        tasks = [task_of[f.seat] for f in failures.values() if f.seat in task_of]
+        found, rows = attempts(self._w, ids, tasks)
+        for eid in ids:
+            att = found[eid]
+            try:
+                if snap.work.get(eid) == "launch":
+                    if att.record is not None and launch_step(ctx, att.record, None) is not None:
+                        report.launches.append(eid)
+                    continue
+                failure = failures.get(eid)
+                seat = failure.seat if failure else (att.record.seat if att.record else "")
+                row = rows.get(task_of.get(seat, ""))
+                recover(ctx, spec, att, failure, paused=snap.paused, row=row, report=report)
+            except (InjectedFault, LeaseLost):
+                raise
+            except Exception:
+                log.exception(
+                    "recovery of swarm %s: step of %s failed; retried next pass", spec_name(self), eid
+                )
+        choices.apply_requests(ctx, spec, snap, report)
 
     # -- decisions ---------------------------------------------------------------------------
     def decide(
@@ -74,62 +175,93 @@ class Recovery:
         the spec's exact text. ``spec`` gives the current image tag; without it the last spec this
         instance saw is used, else the tag the seat's attempt was launched with.
         """
-        raise NotImplementedError
+        self._leader()
+        try:
+            return choices.apply_choice(self._ctx, execution_id, choice, decided_by, spec or self._spec)
+        except RecoveryRefused as e:
+            self._w.run("marks", {"counts": [f"refusals_by_reason:{e.reason}"]})
+            raise
 
     def record_request(self, execution_id: str, choice: Choice, agent: str) -> bool:
         """Store a request for the next pass (the CLI path); False when the same one is already stored."""
-        raise NotImplementedError
+        return choices.record_request(self._ctx, execution_id, choice, agent)
 
     def awaiting_execution(self, seat: str) -> str | None:
         """The fenced attempt of ``seat`` that awaits a decision, if any (for the CLI)."""
-        raise NotImplementedError
+        self._w.trip()
+        raw = self._w.client.hget(self.keys.seat_handoffs, seat)
+        if raw is None:
+            return None
+        eid = raw.decode() if isinstance(raw, bytes) else str(raw)
+        att, _ = one(self._w, eid)
+        if att.decision is not None and att.decision.mode == "recovery_pending":
+            return eid
+        return None
+
+    def current_execution(self, seat: str) -> str | None:
+        """The seat's current attempt (the newest admitted one), if any."""
+        self._w.trip()
+        raw = self._w.client.hget(self.keys.seats, seat)
+        return None if raw is None else (raw.decode() if isinstance(raw, bytes) else str(raw))
 
     # -- worker reports ----------------------------------------------------------------------
     def report_outcome(self, execution_id: str, outcome: RestoreOutcome) -> StoredOutcome:
         """Store a replacement's verified restore outcome and write the task's prior ``awaiting`` back."""
-        raise NotImplementedError
+        self._leader()
+        return outcomes.report_outcome(self._ctx, execution_id, outcome)
 
     def report_session(self, execution_id: str, session_id: str) -> None:
         """Heartbeat: the native session id the attempt holds."""
-        raise NotImplementedError
+        self._leader()
+        outcomes.heartbeat(self._ctx, execution_id, session_id=session_id, watermark=None)
 
     def report_watermark(self, execution_id: str, watermark: int) -> None:
         """Heartbeat: the last transcript record known to be archived (``archive_watermark``)."""
-        raise NotImplementedError
+        self._leader()
+        outcomes.heartbeat(self._ctx, execution_id, session_id=None, watermark=watermark)
 
     # -- worker credentials ------------------------------------------------------------------
     def mint_worker_credential(self, execution_id: str) -> str:
         """A new credential for a current, unfenced attempt; only its sha256 is stored."""
-        raise NotImplementedError
+        self._leader()
+        return credentials.mint_credential(self._ctx, execution_id)
 
     def check_worker_credential(self, execution_id: str, token: str) -> bool:
         """Constant-time check; False for a fenced attempt (the fence revokes it)."""
-        raise NotImplementedError
+        return credentials.check_credential(self._ctx, execution_id, token)
 
     # -- pause -------------------------------------------------------------------------------
     def pause(self) -> None:
-        raise NotImplementedError
+        """Every failure from now on waits for an explicit decision (survives restarts)."""
+        self._leader()
+        self._w.run("pause", {"paused": True})
 
     def unpause(self) -> None:
-        raise NotImplementedError
+        self._leader()
+        self._w.run("pause", {"paused": False})
 
     def paused(self) -> bool:
-        raise NotImplementedError
+        self._w.trip()
+        return bool(self._w.client.exists(self.keys.recovery_paused))
 
     # -- observing ---------------------------------------------------------------------------
     def cards(self, spec: SwarmSpec) -> list[HandoffCard]:
         """The handoff cards of ``status --json`` and the ledger page."""
-        raise NotImplementedError
+        return _cards.cards(self._ctx, spec)
 
     @property
     def restore_outcomes_by_type(self) -> dict[str, int]:
         """Verified outcomes counted as native, reconstructed and fresh."""
-        raise NotImplementedError
+        return telemetry.outcomes_by_type(self._w)
 
     def metrics(self) -> dict[str, int]:
         """Every counter (``<family>:<label>`` → value) for ``/metrics``."""
-        raise NotImplementedError
+        return telemetry.metrics(self._w)
 
     def events(self, count: int = 100) -> list[RecoveryEvent]:
         """The newest telemetry events, oldest first."""
-        raise NotImplementedError
+        return telemetry.events(self._w, count)
+
+
+def spec_name(r: Recovery) -> str:
+    return r.keys.swarm

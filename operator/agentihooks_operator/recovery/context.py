@@ -1,0 +1,51 @@
+"""What every step needs: the writer, the checkpoint catalog, the launcher and the fault hook."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
+from agentihooks_checkpoint.scope import StoreScope
+
+from .launcher import FaultInjector, ReplacementLauncher
+from .policy import usable_checkpoint
+from .writer import Writer
+
+
+def new_execution_id() -> str:
+    return f"exe-{uuid.uuid4().hex}"
+
+
+def new_grant_id() -> str:
+    return f"grant-{uuid.uuid4().hex[:24]}"
+
+
+@dataclass
+class Ctx:
+    w: Writer
+    catalog: CheckpointCatalog
+    launcher: ReplacementLauncher
+    faults: FaultInjector
+    clock: Callable[[], int] | None = None
+
+    @property
+    def swarm(self) -> str:
+        return self.w.keys.swarm
+
+    def point(self, name: str) -> None:
+        """A named write point (``before:<step>``/``after:<step>``): the fault hook may raise here."""
+        self.faults(name)
+
+    def now_ms(self) -> int:
+        return int(self.clock()) if self.clock is not None else int(time.time() * 1000)
+
+    def checkpoint(
+        self, execution_id: str, task_id: str, task_generation: int, compatibility_key: str
+    ) -> CheckpointSummary | None:
+        """The newest complete checkpoint of the attempt compatible with ``compatibility_key``."""
+        scope = StoreScope(swarm=self.swarm, task_id=task_id, task_generation=task_generation)
+        listed = self.catalog.list_checkpoints(scope, execution_id=execution_id)
+        return usable_checkpoint(listed, compatibility_key)

@@ -1,0 +1,38 @@
+"""Worker credentials: minted per attempt, stored only as a sha256, revoked by the fence.
+
+The token itself goes into the attempt's Secret (through the launch plan) and
+is never stored or logged here. Checks compare digests in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from .context import Ctx
+from .errors import RecoveryRefused
+from .launching import mint
+from .outcomes import check_execution
+
+
+def mint_credential(ctx: Ctx, execution_id: str) -> str:
+    """A new credential for a current, unfenced attempt (replacing the previous one)."""
+    check_execution(execution_id)
+    token, digest = mint()
+    answer = ctx.w.run("credential", {"execution_id": execution_id, "cred_hash": digest})
+    if not answer["ok"]:
+        raise RecoveryRefused("this attempt is not the seat's current attempt", reason="not_current")
+    return token
+
+
+def check_credential(ctx: Ctx, execution_id: str, token: str) -> bool:
+    """True only for the attempt's live credential; every failure looks the same to the caller."""
+    if not isinstance(token, str) or not token or not isinstance(execution_id, str):
+        return False
+    ctx.w.trip()
+    stored = ctx.w.client.hget(ctx.w.keys.worker_credentials, execution_id)
+    offered = hashlib.sha256(token.encode()).hexdigest().encode()
+    if stored is None:
+        hmac.compare_digest(offered, offered)
+        return False
+    return hmac.compare_digest(offered, stored if isinstance(stored, bytes) else str(stored).encode())

@@ -1,0 +1,151 @@
+"""The steps of a failed attempt: fence → release grant → release account → retire → decide.
+
+Each step is journaled. Fence and releases are atomic Lua scripts whose journal
+marks are written in the same script, so a resumed pass simply skips what the
+journal (or the fence's ``released`` list) shows as done. Retiring the fenced
+Pod is not atomic with Redis: it is marked ``unknown`` by the account release,
+and a resumed pass observes the Pod before deleting it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..swarm import SwarmSpec
+from .context import Ctx
+from .deciding import accept, result_of
+from .models import PassReport
+from .policy import automatic_choice, needs_catalog
+from .reads import Attempt, one
+from .records import FenceRecord, LedgerRow
+
+log = logging.getLogger("agentihooks.recovery")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed current attempt as observed this pass."""
+
+    execution_id: str
+    seat: str
+    generation: int
+    reason: str
+    superseded_legacy: bool = False
+
+
+def fence_step(ctx: Ctx, att: Attempt, failure: Failure, report: PassReport) -> FenceRecord | None:
+    eid = att.execution_id
+    draft = FenceRecord(
+        execution_id=eid,
+        generation=failure.generation,
+        seat=failure.seat,
+        reason=failure.reason,
+        controller_epoch=ctx.w.epoch,
+        fenced_at_ms=0,
+        tail="",
+        superseded_legacy=failure.superseded_legacy,
+        task_id=att.record.task_id if att.record else None,
+    )
+    payload = {
+        "execution_id": eid,
+        "seat": failure.seat,
+        "observed_generation": failure.generation,
+        "reason": failure.reason,
+        "fence_json": draft.model_dump_json(),
+        "marks": [[eid, "fence", "ok"], [eid, "hold", "ok"]],
+    }
+    ctx.point("before:fence")
+    answer = ctx.w.run("fence", payload)
+    ctx.point("after:fence")
+    if not answer["ok"]:
+        log.info(
+            "recovery of swarm %s: %s (generation %s) is not the current attempt of seat %s: not fenced (%s)",
+            ctx.swarm,
+            eid,
+            failure.generation,
+            failure.seat,
+            answer["refused"],
+        )
+        report.skipped_stale.append(eid)
+        return None
+    if not answer["existing"]:
+        report.fenced.append(eid)
+    return FenceRecord.model_validate_json(answer["fence"])
+
+
+def recover(
+    ctx: Ctx,
+    spec: SwarmSpec,
+    att: Attempt,
+    failure: Failure | None,
+    *,
+    paused: bool,
+    row: LedgerRow | None,
+    report: PassReport,
+) -> None:
+    """Advance one failed attempt as far as its steps go this pass (``failure`` None: resumed work)."""
+    eid = att.execution_id
+    fence = att.fence
+    if fence is None:
+        if failure is None:
+            return
+        fence = fence_step(ctx, att, failure, report)
+        if fence is None:
+            return
+    released = set(fence.released)
+    if "grant" not in released:
+        ctx.point("before:release_grant")
+        ctx.w.run("release", {"execution_id": eid, "kind": "grant", "marks": [[eid, "release_grant", "ok"]]})
+        ctx.point("after:release_grant")
+    retire_unsent = False
+    if "account" not in released:
+        ctx.point("before:release_account")
+        ctx.w.run(
+            "release",
+            {
+                "execution_id": eid,
+                "kind": "account",
+                "marks": [[eid, "release_account", "ok"], [eid, "retire", "unknown"]],
+            },
+        )
+        ctx.point("after:release_account")
+        retire_unsent = True
+    marks: list[list[str]] = []
+    if retire_unsent or att.step("retire") != "ok":
+        # Not atomic with Redis: send it when we know it was not sent, else only if the Pod is still there.
+        if retire_unsent or ctx.launcher.exists(eid):
+            ctx.point("before:retire")
+            ctx.launcher.retire(eid)
+            ctx.point("after:retire")
+            report.retired.append(eid)
+        marks.append([eid, "retire", "ok"])
+    if att.step("decide") in ("ok", "held") or att.record is None:
+        if marks:
+            ctx.w.run("marks", {"marks": marks, "finish": [eid]})
+        return
+    automation = spec.recovery.automation
+    checkpoint = None
+    if needs_catalog(fence, automation=automation, paused=paused):
+        record = att.record
+        checkpoint = ctx.checkpoint(eid, record.task_id, record.task_generation, spec.compatibility_key)
+    choice = automatic_choice(fence, automation=automation, paused=paused, checkpoint=checkpoint)
+    if row is None and choice is not None:
+        # Resumed work: read the task's current row so a replacement starts from its current text.
+        _, row = one(ctx.w, eid, att.record.task_id)
+    done = accept(
+        ctx,
+        record=att.record,
+        fence=fence,
+        row=row,
+        choice=choice,
+        decided_by="automation",
+        checkpoint=checkpoint,
+        compatibility_key=spec.compatibility_key,
+        expect="absent",
+        marks=marks,
+    )
+    if done.decision is not None:
+        report.decisions.append(result_of(done.decision, replayed=not done.wrote))
+    if done.plan is not None:
+        report.launches.append(done.plan.execution_id)

@@ -1,0 +1,71 @@
+"""The swarm's lease and epoch: which controller may write, and the fencing token it writes under.
+
+``control-owner`` holds ``{owner, epoch, expires_at}`` with a PX TTL; taking it
+over (free, expired, or left by a previous run of the same holder) increments
+``control-epoch``. A controller renews only the epoch it acquired, so a
+restarted process with the same holder id gets a new epoch and the old
+process, if it still runs, is refused at its next write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from .lua import LEASE, RELEASE_LEASE
+from .records import ControlOwner
+from .writer import Writer
+
+log = logging.getLogger("agentihooks.recovery")
+
+
+class Lease:
+    def __init__(self, writer: Writer, lease_ms: int) -> None:
+        if lease_ms < 100:
+            raise ValueError("lease_ms must be at least 100")
+        self.w = writer
+        self.lease_ms = lease_ms
+        self._acquire = writer.client.register_script(LEASE)
+        self._release = writer.client.register_script(RELEASE_LEASE)
+
+    def acquire(self) -> bool:
+        keys = [self.w.keys.control_owner, self.w.keys.control_epoch]
+        args: list[str | int] = [self.w.holder, self.w.epoch, self.lease_ms, self.w.now_arg()]
+        self.w.trip()
+        answer = json.loads(self._acquire(keys=keys, args=args))
+        state = answer["state"]
+        if state == "held":
+            if self.w.epoch:
+                log.warning(
+                    "recovery of swarm %s: %s lost the lease to %s (epoch %s); it changes nothing now",
+                    self.w.keys.swarm,
+                    self.w.holder,
+                    answer.get("owner"),
+                    answer.get("epoch"),
+                )
+            self.w.epoch = 0
+            return False
+        if state == "acquired":
+            log.info(
+                "recovery of swarm %s: %s took the lease at epoch %s",
+                self.w.keys.swarm,
+                self.w.holder,
+                answer["epoch"],
+            )
+        self.w.epoch = int(answer["epoch"])
+        return True
+
+    def release(self) -> bool:
+        """Give the lease up (clean shutdown); another controller may take it at once."""
+        if not self.w.epoch:
+            return False
+        keys = [self.w.keys.control_owner]
+        self.w.trip()
+        done = bool(self._release(keys=keys, args=[self.w.holder, self.w.epoch]))
+        self.w.epoch = 0
+        return done
+
+    def owner(self) -> ControlOwner | None:
+        self.w.trip()
+        raw = self.w.client.get(self.w.keys.control_owner)
+        return ControlOwner.model_validate_json(raw) if raw else None

@@ -1,0 +1,111 @@
+"""The Lua scripts every recovery write runs as.
+
+Each write script starts with the same guard: the swarm's ``control-owner``
+must name this controller and the epoch it acquired, and ``control-epoch``
+must still be that epoch. Otherwise the script writes nothing and answers
+``{"lease": ...}``. After the guard, one body does its checks and writes, and
+the journal marks that belong to it are applied in the same script, so a
+step's effect and its journal record can never disagree.
+
+Scripts receive every key of the swarm (``keys.SCRIPT_PARTS`` order; one hash
+slot thanks to the hash tag) and ``ARGV = holder, epoch, now_ms|"", payload
+JSON, stream maxlen``.
+"""
+
+from __future__ import annotations
+
+from .keys import SCRIPT_PARTS
+
+_KEYS = ", ".join(f"['{p}']=KEYS[{i + 1}]" for i, p in enumerate(SCRIPT_PARTS))
+
+PRELUDE = (
+    "local K = {"
+    + _KEYS
+    + "}\n"
+    + r"""
+local holder = ARGV[1]
+local epoch = tonumber(ARGV[2])
+local now
+if ARGV[3] ~= '' then now = tonumber(ARGV[3]) else
+  local t = redis.call('TIME'); now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local P = cjson.decode(ARGV[4])
+local maxlen = ARGV[5]
+local raw_owner = redis.call('GET', K['control-owner'])
+if not raw_owner then return cjson.encode({lease='absent'}) end
+local owner = cjson.decode(raw_owner)
+if owner.owner ~= holder or tonumber(owner.epoch) ~= epoch
+   or tonumber(redis.call('GET', K['control-epoch']) or '0') ~= epoch then
+  return cjson.encode({lease='lost', epoch=owner.epoch})
+end
+local function nn(v) if v == nil or v == cjson.null then return nil end return v end
+local function jget(key, field)
+  local r = redis.call('HGET', key, field)
+  if r then return cjson.decode(r) end
+  return nil
+end
+local function jset(key, field, v) redis.call('HSET', key, field, cjson.encode(v)) end
+local function count(name) redis.call('HINCRBY', K['recovery-metrics'], name, 1) end
+local function event(kind, exec, seat, expected, observed, detail)
+  redis.call('XADD', K['recovery-events'], 'MAXLEN', '~', maxlen, '*', 'type', kind,
+    'execution_id', exec, 'seat', seat, 'expected_generation', tostring(nn(expected) or ''),
+    'observed_generation', tostring(nn(observed) or ''), 'epoch', tostring(epoch),
+    'detail', detail or '', 'at_ms', tostring(now))
+end
+local function mark(exec, step, status)
+  local j = jget(K['attempt-journal'], exec) or {}
+  j[step] = {status=status, epoch=epoch, at_ms=now}
+  jset(K['attempt-journal'], exec, j)
+end
+local function done(result)
+  if P.marks then for _, m in ipairs(P.marks) do mark(m[1], m[2], m[3]) end end
+  if P.finish then for _, e in ipairs(P.finish) do redis.call('HDEL', K['recovery-work'], e) end end
+  result.ok = true
+  result.now = now
+  return cjson.encode(result)
+end
+local function refuse(why, extra)
+  local r = extra or {}
+  r.ok = false
+  r.refused = why
+  return cjson.encode(r)
+end
+local function current(exec)
+  local a = jget(K['executions'], exec)
+  if not a or a.state == 'fenced' or redis.call('HGET', K['seats'], a.seat) ~= exec then return nil end
+  return a
+end
+"""
+)
+
+LEASE = r"""
+local lease_ms = tonumber(ARGV[3])
+local now
+if ARGV[4] ~= '' then now = tonumber(ARGV[4]) else
+  local t = redis.call('TIME'); now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local mine = tonumber(ARGV[2])
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local o = cjson.decode(raw)
+  if o.owner ~= ARGV[1] or (mine ~= 0 and tonumber(o.epoch) ~= mine) then
+    return cjson.encode({state='held', owner=o.owner, epoch=o.epoch})
+  end
+  if tonumber(o.epoch) == mine then
+    o.expires_at = now + lease_ms
+    redis.call('SET', KEYS[1], cjson.encode(o), 'PX', lease_ms)
+    return cjson.encode({state='renewed', epoch=o.epoch})
+  end
+end
+local e = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], cjson.encode({owner=ARGV[1], epoch=e, expires_at=now + lease_ms}), 'PX', lease_ms)
+return cjson.encode({state='acquired', epoch=e})
+"""
+
+RELEASE_LEASE = r"""
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local o = cjson.decode(raw)
+if o.owner == ARGV[1] and tonumber(o.epoch) == tonumber(ARGV[2]) then redis.call('DEL', KEYS[1]) return 1 end
+return 0
+"""

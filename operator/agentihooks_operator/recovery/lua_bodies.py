@@ -1,0 +1,199 @@
+"""The bodies of the guarded write scripts (each runs after :data:`.lua.PRELUDE`).
+
+Every body re-checks, inside the script, the facts its write depends on (the
+attempt is the seat's current one, a fence exists, no decision was accepted
+yet, ...) so two controllers or two threads can never both apply a step.
+"""
+
+from __future__ import annotations
+
+ADMIT = r"""
+local cur = redis.call('HGET', K['seats'], P.seat)
+if cur then return refuse('seat_taken', {existing=cur}) end
+redis.call('HSET', K['executions'], P.execution_id, P.attempt_json)
+redis.call('HSET', K['seats'], P.seat, P.execution_id)
+redis.call('HSET', K['launch-grants'], P.execution_id, P.grant_json)
+redis.call('HSET', K['account-slots'], P.execution_id, 'active')
+redis.call('HSET', K['worker-credentials'], P.execution_id, P.cred_hash)
+redis.call('HSETNX', K['ledger-tasks'], P.task_id, P.ledger_json)
+redis.call('HSET', K['recovery-work'], P.execution_id, 'launch')
+count('admissions:first')
+return done({})
+"""
+
+FENCE = r"""
+local id = P.execution_id
+local existing = redis.call('HGET', K['attempt-fences'], id)
+if existing then return done({existing=true, fence=existing}) end
+local a = jget(K['executions'], id)
+local cur = redis.call('HGET', K['seats'], P.seat)
+if not a or cur ~= id then return refuse('not_current', {current=cur}) end
+if tonumber(a.generation) ~= tonumber(P.observed_generation) then
+  return refuse('generation_mismatch', {expected=a.generation})
+end
+local f = cjson.decode(P.fence_json)
+local hb = jget(K['heartbeats'], id) or {}
+local wm = nn(hb.archive_watermark)
+f.native_session = nn(hb.session_id) or cjson.null
+f.archive_watermark = wm or cjson.null
+if P.reason == 'image_pull' then
+  f.tail = 'The image never started, so the attempt wrote no transcript and nothing is lost.'
+elseif wm == nil then
+  f.tail = 'No transcript record was archived: everything the attempt wrote is lost; its length is unknown.'
+else
+  f.tail = 'Transcript written after record ' .. wm .. ' was not archived and is lost; its length is unknown.'
+end
+f.fenced_at_ms = now
+f.controller_epoch = epoch
+local raw = cjson.encode(f)
+redis.call('HSET', K['attempt-fences'], id, raw)
+a.state = 'fenced'
+jset(K['executions'], id, a)
+redis.call('HDEL', K['worker-credentials'], id)
+local row = jget(K['ledger-tasks'], a.task_id)
+if row and row.held ~= true then
+  row.held_awaiting = row.awaiting
+  row.held = true
+  row.awaiting = 'recovery_pending'
+  jset(K['ledger-tasks'], a.task_id, row)
+end
+redis.call('HSET', K['recovery-work'], id, 'fenced')
+redis.call('HSET', K['seat-handoffs'], P.seat, id)
+count('fences_by_reason:' .. P.reason)
+event('fence', id, P.seat, a.generation, P.observed_generation, P.reason)
+return done({existing=false, fence=raw})
+"""
+
+RELEASE = r"""
+local id = P.execution_id
+local f = jget(K['attempt-fences'], id)
+if not f then return refuse('not_fenced') end
+local rel = f.released
+if type(rel) ~= 'table' then rel = {} end
+for _, k in ipairs(rel) do if k == P.kind then return done({already=true}) end end
+if P.kind == 'account' and #rel == 0 then return refuse('grant_first') end
+if P.kind == 'grant' then
+  local g = jget(K['launch-grants'], id)
+  if g then g.state = 'revoked'; g.revoked_at_ms = now; jset(K['launch-grants'], id, g) end
+  redis.call('HDEL', K['worker-credentials'], id)
+else
+  redis.call('HSET', K['account-slots'], id, 'ended')
+end
+table.insert(rel, P.kind)
+f.released = rel
+jset(K['attempt-fences'], id, f)
+count('releases:' .. P.kind)
+return done({already=false})
+"""
+
+DECIDE = r"""
+local id = P.execution_id
+local f = jget(K['attempt-fences'], id)
+if not f then return refuse('not_fenced') end
+local raw = redis.call('HGET', K['attempt-recoveries'], id)
+if raw then
+  local d = cjson.decode(raw)
+  if d.mode ~= 'recovery_pending' or P.expect == 'absent' then return refuse('decided', {existing=raw}) end
+elseif P.expect == 'pending' then
+  return refuse('not_pending')
+end
+local cur = redis.call('HGET', K['seats'], f.seat)
+local ca = cur and jget(K['executions'], cur)
+local ad = nn(P.admission)
+if ad then
+  if cur ~= id then return refuse('seat_moved') end
+  redis.call('HSET', K['executions'], ad.execution_id, ad.attempt_json)
+  redis.call('HSET', K['seats'], f.seat, ad.execution_id)
+  redis.call('HSET', K['launch-grants'], ad.execution_id, ad.grant_json)
+  redis.call('HSET', K['account-slots'], ad.execution_id, 'active')
+  redis.call('HSET', K['worker-credentials'], ad.execution_id, ad.cred_hash)
+  redis.call('HSET', K['recovery-work'], ad.execution_id, 'launch')
+  local row = jget(K['ledger-tasks'], ad.task_id)
+  if row then
+    row.recovery = cjson.decode(ad.ledger_recovery_json)
+    jset(K['ledger-tasks'], ad.task_id, row)
+  end
+  count('admissions:replacement')
+  count('decisions_by_choice:' .. P.mode)
+  count('decisions_by_decider:' .. P.decider_kind)
+else
+  count('decisions_by_choice:recovery_pending')
+end
+redis.call('HSET', K['attempt-recoveries'], id, P.decision_json)
+event('recovery', id, f.seat, ca and ca.generation, f.generation, P.detail)
+return done({decision=P.decision_json})
+"""
+
+OUTCOME = r"""
+local id = P.execution_id
+local existing = redis.call('HGET', K['restore-outcomes'], id)
+if existing then return refuse('reported', {existing=existing}) end
+local a = current(id)
+if not a then return refuse('not_current') end
+local stored = cjson.decode(P.stored_json)
+stored.reported_at_ms = now
+local raw = cjson.encode(stored)
+redis.call('HSET', K['restore-outcomes'], id, raw)
+local row = jget(K['ledger-tasks'], a.task_id)
+if row then
+  if row.held == true then
+    row.awaiting = row.held_awaiting
+    row.held = false
+    row.held_awaiting = cjson.null
+    row.restores = (tonumber(nn(row.restores)) or 0) + 1
+    count('ledger_restores')
+  end
+  row.recovery = stored
+  jset(K['ledger-tasks'], a.task_id, row)
+end
+count('restore_outcomes_by_type:' .. P.recovery)
+event('outcome', id, a.seat, a.generation, a.generation, P.recovery)
+mark(id, 'outcome', 'ok')
+return done({stored=raw})
+"""
+
+CREDENTIAL = r"""
+if not current(P.execution_id) then return refuse('not_current') end
+redis.call('HSET', K['worker-credentials'], P.execution_id, P.cred_hash)
+return done({})
+"""
+
+HEARTBEAT = r"""
+local id = P.execution_id
+if not current(id) then return refuse('not_current') end
+local hb = jget(K['heartbeats'], id) or {}
+if nn(P.session_id) then hb.session_id = P.session_id end
+local wm = nn(P.watermark)
+if wm then
+  local old = nn(hb.archive_watermark)
+  if old == nil or wm >= old then hb.archive_watermark = wm end
+end
+hb.at_ms = now
+jset(K['heartbeats'], id, hb)
+return done({})
+"""
+
+PAUSE = r"""
+if P.paused then redis.call('SET', K['recovery-paused'], tostring(epoch))
+else redis.call('DEL', K['recovery-paused']) end
+return done({})
+"""
+
+# Journal marks, dropped requests and counters, with no other effect.
+MARKS = r"""
+if P.drop then for _, r in ipairs(P.drop) do redis.call('HDEL', K['recovery-requests'], r) end end
+if P.counts then for _, c in ipairs(P.counts) do count(c) end end
+return done({})
+"""
+
+BODIES = {
+    "admit": ADMIT,
+    "fence": FENCE,
+    "release": RELEASE,
+    "decide": DECIDE,
+    "outcome": OUTCOME,
+    "credential": CREDENTIAL,
+    "heartbeat": HEARTBEAT,
+    "pause": PAUSE,
+    "marks": MARKS,
+}

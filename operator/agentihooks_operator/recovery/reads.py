@@ -1,0 +1,120 @@
+"""Batched reads: a pass reads the whole swarm's small state in one pipeline, then details in one more.
+
+Nothing here writes. Round trips are counted on the :class:`~.writer.Writer`
+so a pass can report them and the benchmark can check they stay constant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import (
+    AttemptRecord,
+    DecisionRecord,
+    FenceRecord,
+    Heartbeat,
+    JournalEntry,
+    LedgerRow,
+    RecoveryRequest,
+    StoredOutcome,
+)
+from .writer import Writer
+
+
+def _s(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+@dataclass
+class Snapshot:
+    seats: dict[str, str]
+    work: dict[str, str]
+    paused: bool
+    requests: dict[str, RecoveryRequest]
+
+
+@dataclass
+class Attempt:
+    """Everything stored about one attempt."""
+
+    execution_id: str
+    record: AttemptRecord | None = None
+    fence: FenceRecord | None = None
+    decision: DecisionRecord | None = None
+    heartbeat: Heartbeat | None = None
+    outcome: StoredOutcome | None = None
+    journal: dict[str, JournalEntry] = field(default_factory=dict)
+
+    def step(self, name: str) -> str | None:
+        entry = self.journal.get(name)
+        return entry.status if entry else None
+
+
+def snapshot(w: Writer) -> Snapshot:
+    k = w.keys
+    pipe = w.client.pipeline(transaction=False)
+    pipe.hgetall(k.seats)
+    pipe.hgetall(k.recovery_work)
+    pipe.exists(k.recovery_paused)
+    pipe.hgetall(k.recovery_requests)
+    seats, work, paused, requests = pipe.execute()
+    w.trip()
+    return Snapshot(
+        seats={_s(a): _s(b) for a, b in seats.items()},
+        work={_s(a): _s(b) for a, b in work.items()},
+        paused=bool(paused),
+        requests={_s(a): RecoveryRequest.model_validate_json(b) for a, b in requests.items()},
+    )
+
+
+def attempts(
+    w: Writer, ids: Iterable[str], task_ids: Iterable[str] = ()
+) -> tuple[dict[str, Attempt], dict[str, LedgerRow]]:
+    """Every record of ``ids`` and the ledger rows of ``task_ids``, in one round trip."""
+    ids = list(dict.fromkeys(ids))
+    tasks = list(dict.fromkeys(task_ids))
+    if not ids and not tasks:
+        return {}, {}
+    k = w.keys
+    pipe = w.client.pipeline(transaction=False)
+    parts = [
+        k.executions,
+        k.attempt_fences,
+        k.attempt_recoveries,
+        k.heartbeats,
+        k.restore_outcomes,
+        k.attempt_journal,
+    ]
+    for part in parts:
+        if ids:
+            pipe.hmget(part, ids)
+    if tasks:
+        pipe.hmget(k.ledger_tasks, tasks)
+    answers = pipe.execute()
+    w.trip()
+    out = {i: Attempt(i) for i in ids}
+    if ids:
+        recs, fences, decisions, beats, outcomes, journals = answers[:6]
+        for n, i in enumerate(ids):
+            a = out[i]
+            a.record = AttemptRecord.model_validate_json(recs[n]) if recs[n] else None
+            a.fence = FenceRecord.model_validate_json(fences[n]) if fences[n] else None
+            a.decision = DecisionRecord.model_validate_json(decisions[n]) if decisions[n] else None
+            a.heartbeat = Heartbeat.model_validate_json(beats[n]) if beats[n] else None
+            a.outcome = StoredOutcome.model_validate_json(outcomes[n]) if outcomes[n] else None
+            if journals[n]:
+                a.journal = {s: JournalEntry.model_validate(e) for s, e in json.loads(journals[n]).items()}
+    rows: dict[str, LedgerRow] = {}
+    if tasks:
+        for t, raw in zip(tasks, answers[-1], strict=True):
+            if raw:
+                rows[t] = LedgerRow.model_validate_json(raw)
+    return out, rows
+
+
+def one(w: Writer, execution_id: str, task_id: str | None = None) -> tuple[Attempt, LedgerRow | None]:
+    found, rows = attempts(w, [execution_id], [task_id] if task_id else [])
+    return found[execution_id], rows.get(task_id) if task_id else None

@@ -1,0 +1,86 @@
+"""Runs the guarded write scripts and counts what reaches Redis.
+
+One :class:`Writer` per :class:`~.recovery.Recovery`. It knows the holder and
+epoch, so callers pass only a script name and a payload. A lease refusal
+raises :class:`~.errors.LeaseLost` after logging that nothing was changed;
+``applied``/``refused`` count scripts so tests can prove a loser wrote nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+
+from .errors import LeaseLost, RecoveryError
+from .keys import SwarmKeys
+from .lua import PRELUDE
+from .lua_bodies import BODIES
+
+log = logging.getLogger("agentihooks.recovery")
+
+#: Upper bound of the telemetry stream (approximate trimming).
+EVENTS_MAXLEN = 10000
+
+
+class Writer:
+    """Guarded writes for one swarm; thread-safe (counters under a lock)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: SwarmKeys,
+        holder: str,
+        clock: Callable[[], int] | None,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.holder = holder
+        self.clock = clock
+        self.epoch = 0
+        self.applied = 0
+        self.refused = 0
+        self.round_trips = 0
+        self._lock = threading.Lock()
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(PRELUDE + body) for name, body in BODIES.items()
+        }
+
+    def now_arg(self) -> str:
+        return "" if self.clock is None else str(int(self.clock()))
+
+    def trip(self, n: int = 1) -> None:
+        with self._lock:
+            self.round_trips += n
+
+    def run(self, name: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """Run write script ``name``; returns its answer, raises ``LeaseLost`` if the guard refused."""
+        script = self._scripts[name]
+        args: list[str | int] = [self.holder, self.epoch, self.now_arg(), json.dumps(payload), EVENTS_MAXLEN]
+        try:
+            raw = script(keys=self.keys.all, args=args)
+        except redis.RedisError as e:
+            raise RecoveryError(f"redis refused the {name} write: {e}") from e
+        finally:
+            self.trip()
+        answer: dict[str, Any] = json.loads(raw)
+        if "lease" in answer:
+            with self._lock:
+                self.refused += 1
+            log.warning(
+                "recovery of swarm %s: %s lost the lease (epoch %s, now %s): the %s write changed nothing",
+                self.keys.swarm,
+                self.holder,
+                self.epoch,
+                answer.get("epoch"),
+                name,
+            )
+            raise LeaseLost(f"{self.holder} does not hold the lease of swarm {self.keys.swarm}")
+        with self._lock:
+            self.applied += 1
+        return answer

@@ -1,0 +1,119 @@
+"""Helpers for recovery-core tests: an in-memory launcher, a fixed catalog, a swarm spec factory.
+
+The launcher is a real implementation of the protocol (idempotent, thread-safe),
+kept in memory because the Kubernetes one belongs to the operator's tests.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Literal
+
+from agentihooks_checkpoint.catalog import CheckpointSummary
+from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_operator.recovery import LaunchPlan
+from agentihooks_operator.swarm import SwarmSpec
+
+
+class MemoryLauncher:
+    """Pods as a dict; counts every call so tests can prove nothing happened twice."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, LaunchPlan] = {}
+        self.created: Counter[str] = Counter()
+        self.retired: Counter[str] = Counter()
+        self.calls: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
+        with self._lock:
+            self.calls.append(("launch", plan.execution_id))
+            if plan.execution_id in self.pods or self.retired[plan.execution_id]:
+                return "exists"
+            self.pods[plan.execution_id] = plan
+            self.created[plan.execution_id] += 1
+            return "created"
+
+    def exists(self, execution_id: str) -> bool:
+        with self._lock:
+            self.calls.append(("exists", execution_id))
+            return execution_id in self.pods
+
+    def retire(self, execution_id: str) -> None:
+        with self._lock:
+            self.calls.append(("retire", execution_id))
+            if self.pods.pop(execution_id, None) is not None:
+                self.retired[execution_id] += 1
+
+    def add_existing(self, plan: LaunchPlan) -> None:
+        self.pods[plan.execution_id] = plan
+
+
+class FixedCatalog:
+    """Lists the given summaries for the scope and execution they name (unit-level only)."""
+
+    def __init__(self, summaries: list[CheckpointSummary] | None = None) -> None:
+        self.summaries = list(summaries or [])
+        self.calls = 0
+
+    def list_checkpoints(
+        self, scope: StoreScope, *, execution_id: str | None = None
+    ) -> list[CheckpointSummary]:
+        self.calls += 1
+        found = [
+            s
+            for s in self.summaries
+            if s.task_id == scope.task_id
+            and s.task_generation == scope.task_generation
+            and (execution_id is None or s.execution_id == execution_id)
+        ]
+        return sorted(found, key=lambda s: -s.checkpoint_sequence)
+
+
+def summary(
+    execution_id: str,
+    *,
+    checkpoint_id: str = "ckpt-7",
+    sequence: int = 7,
+    task_id: str = "task-1",
+    native: bool = True,
+    session: str | None = "sess-1",
+    watermark: int | None = 412,
+    complete: bool = True,
+    key: str = "v1",
+    generation: int = 1,
+) -> CheckpointSummary:
+    return CheckpointSummary(
+        checkpoint_id=checkpoint_id,
+        checkpoint_sequence=sequence,
+        execution_id=execution_id,
+        task_id=task_id,
+        task_generation=1,
+        execution_generation=generation,
+        compatibility_key=key,
+        harness="claude",
+        native=native,
+        native_session_id=session if native else None,
+        watermark=watermark,
+        complete=complete,
+        created_at="2026-11-30T08:00:00Z",
+    )
+
+
+def swarm_spec(seats: int = 1, *, tag: str = "v1", automation: bool = True) -> SwarmSpec:
+    return SwarmSpec.model_validate(
+        {
+            "image": f"registry.example/worker:{tag}",
+            "harness": {"name": "claude", "command": ["claude"]},
+            "seats": [
+                {
+                    "name": f"eng-{i + 1}",
+                    "project": "github.com/example/app",
+                    "task": {"id": f"task-{i + 1}", "text": f"do thing {i + 1}"},
+                }
+                for i in range(seats)
+            ],
+            "recovery": {"automation": automation},
+        }
+    )
