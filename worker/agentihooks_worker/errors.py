@@ -30,9 +30,11 @@ class Refused(WorkerError):
 
     exit_code = EXIT_REFUSED
 
-    def __init__(self, reason: str, message: str | None = None) -> None:
+    def __init__(self, reason: str, message: str | None = None, *, detail: str = "") -> None:
         self.reason = reason
         self.message = message if message is not None else reason
+        #: A short explanation for the log; never record values, paths or conversation content.
+        self.detail = detail
         super().__init__(self.message)
 
 

@@ -27,7 +27,12 @@ class WorkerSettings(BaseSettings):
     #: Set by the worker itself when its launch record says ``checkpoint_remote: true``.
     checkpoint_remote: bool = False
     #: S3 endpoint override (tests point it at a local S3 API); boto3's own variables work too.
-    checkpoint_s3_endpoint: str | None = None
+    checkpoint_endpoint: str | None = None
+    #: Key prefix inside the bucket.
+    checkpoint_prefix: str = ""
+    #: Where to clone a project from when the worktree has no repository, by project id
+    #: (JSON object). ``github.com/<owner>/<repo>`` defaults to its https URL.
+    project_remotes: dict[str, str] = Field(default_factory=dict)
     #: Where attempt folders are made (``/home/worker/attempts`` in the image).
     attempts_dir: Path = DEFAULT_ATTEMPTS_DIR
     #: The launch record file.

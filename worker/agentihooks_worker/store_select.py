@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE
 
@@ -18,6 +18,7 @@ from .errors import Refused, StoreSelectionError
 from .settings import WorkerSettings
 
 StoreKind = Literal["remote", "bucket", "root"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ def choose_store(settings: WorkerSettings, *, remote: bool, control_url: str | N
     return None
 
 
-def require_store(choice: StoreChoice | None) -> StoreChoice:
+def require_store(store: T | None) -> T:
     """The store, or the spec's refusal when a checkpoint is named and there is none."""
-    if choice is None:
+    if store is None:
         raise Refused("no_checkpoint_store", NO_STORE_MESSAGE)
-    return choice
+    return store

@@ -1,0 +1,208 @@
+"""``agentihooks-worker boot``: everything between the Pod starting and the harness's first turn.
+
+1. read the launch record (a disagreeing directive is refused as malformed);
+2. prepare the attempt folder and the task worktree;
+3. mark Claude Code's onboarding done and the worktree trusted;
+4. pick the checkpoint store;
+5-9. the Restorer: verify, project check, native files and version, source, continuation;
+10. report the outcome (``checkpoint_remote``) and log one ``restore_verified`` line;
+11. take a first capture under this attempt's own generation, then supervise the harness.
+
+A refusal exits 64 with a ``restore_refused`` line naming the reason; any other
+failure exits 70. Nothing falls back to a weaker continuity.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_checkpoint.stores.base import CheckpointStore
+
+from .attempt import AttemptLayout
+from .errors import EXIT_FAILURE, EXIT_REFUSED, Refused, WorkerError
+from .harness import Harness, harness_for
+from .launch import read_launch_record
+from .live_capture import LiveCapture
+from .onboarding import mark_onboarded
+from .report import OutcomeReporter, emit, event_line, restore_verified_line
+from .restorer import Restored, Restorer, RestoreRequest
+from .settings import WorkerSettings
+from .source import project_remote
+from .store_open import open_store
+from .supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BootContext:
+    """What the steps before the supervisor produced (kept for tests and the capture hook)."""
+
+    launch: LaunchRecord
+    layout: AttemptLayout
+    harness: Harness
+    env: dict[str, str]
+    store: CheckpointStore | None
+    restored: Restored
+
+
+class Boot:
+    """One worker boot. ``run()`` returns the process exit code."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        restorer: Restorer | None = None,
+        reporter: OutcomeReporter | None = None,
+    ) -> None:
+        self.settings = settings
+        self.environ = environ
+        self.restorer = restorer or Restorer()
+        self.reporter = reporter
+        self.context: BootContext | None = None
+        self.capture_hook: LiveCapture | None = None
+        self._execution_id: str | None = None
+
+    def run(self) -> int:
+        try:
+            ctx = self.prepare()
+        except Refused as r:
+            fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
+            emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
+            return EXIT_REFUSED
+        except WorkerError as e:
+            emit(event_line("boot_failed", execution_id=self._execution_id, error=str(e)))
+            return EXIT_FAILURE
+        except Exception as e:
+            log.exception("boot failed")
+            emit(event_line("boot_failed", execution_id=self._execution_id, error=type(e).__name__))
+            return EXIT_FAILURE
+        return self.supervise(ctx)
+
+    def prepare(self) -> BootContext:
+        """Steps 1-10 and the first capture; raises :class:`Refused` or :class:`WorkerError`."""
+        launch = read_launch_record(self.settings.launch_record)
+        harness = harness_for(launch.harness)
+        a = launch.authority
+        self._execution_id = a.execution_id
+        layout = AttemptLayout(self.settings.attempts_dir, a.execution_id, harness.name, a.task_id)
+        layout.create()
+        env = layout.environment(self.environ)
+        if launch.restore is None or launch.restore.checkpoint_id is None:
+            self._clone_fresh(launch, layout)
+        if harness.name == "claude":
+            mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
+        store = open_store(self.settings, launch)
+        try:
+            restored = self.restorer.restore(
+                RestoreRequest(launch, layout, harness, store, env, self.settings.project_remotes)
+            )
+        finally:
+            self._write_metrics(layout)
+        if launch.checkpoint_remote and self.reporter is not None:
+            self.reporter.report_outcome(restored.outcome)
+        if launch.restore is not None:
+            emit(restore_verified_line(restored.outcome))
+        ctx = BootContext(launch, layout, harness, env, store, restored)
+        self.context = ctx
+        self.capture_hook = self._capture_hook(ctx)
+        if self.capture_hook is not None and restored.record is not None:
+            try:
+                self.capture_hook("initial")
+            except Exception as e:  # the harness still starts; periodic captures retry
+                emit(
+                    event_line(
+                        "capture_failed", execution_id=a.execution_id, when="initial", error=type(e).__name__
+                    )
+                )
+        return ctx
+
+    def supervise(self, ctx: BootContext) -> int:
+        """Step 11: run the harness under the supervisor."""
+        a = ctx.launch.authority
+
+        def progress(session_id: str | None, watermark: int | None) -> None:
+            if ctx.launch.checkpoint_remote and self.reporter is not None:
+                self.reporter.report_progress(a.execution_id, session_id, watermark)
+
+        sup = Supervisor(
+            ctx.restored.argv,
+            env=ctx.env,
+            cwd=ctx.layout.worktree,
+            stdin_file=ctx.restored.stdin,
+            capture=self.capture_hook,
+            interval=self.settings.capture_interval_seconds,
+            on_progress=progress,
+            kill_seconds=ctx.launch.kill_seconds,
+        )
+        code = sup.run()
+        emit(event_line("harness_exited", execution_id=a.execution_id, exit_code=code))
+        return code
+
+    def _capture_hook(self, ctx: BootContext) -> LiveCapture | None:
+        reg = ctx.launch.registration
+        if ctx.store is None or reg is None:
+            return None
+        a = ctx.launch.authority
+        scope = StoreScope(swarm=a.swarm_id, task_id=a.task_id, task_generation=reg.task_generation)
+        record = ctx.restored.record
+        existing = [s.checkpoint_sequence for s in ctx.store.list_checkpoints(scope)]
+        version = ctx.restored.harness_version
+        if version is None:
+            version = _qualified_version(ctx.harness, ctx.launch.agent[0], ctx.env)
+        return LiveCapture(
+            store=ctx.store,
+            scope=scope,
+            layout=ctx.layout,
+            harness=ctx.harness,
+            execution_id=a.execution_id,
+            execution_generation=a.generation,
+            project_id=record.authority.project_id if record else reg.projects[0],
+            compatibility_key=reg.compatibility_key,
+            base_commit=record.base_commit if record else _head(ctx.layout.worktree),
+            next_sequence=max(existing, default=-1) + 1,
+            native_version=version,
+            restored_transcript=ctx.restored.transcript,
+            restored_watermark=record.watermark if record else None,
+        )
+
+    def _clone_fresh(self, launch: LaunchRecord, layout: AttemptLayout) -> None:
+        """Prepare the checkout of a launch without a checkpoint: clone the project into an empty worktree."""
+        reg = launch.registration
+        if reg is None or (layout.worktree / ".git").exists() or any(layout.worktree.iterdir()):
+            return
+        remote = project_remote(reg.projects[0], self.settings.project_remotes)
+        if remote is None:
+            return
+        done = subprocess.run(
+            ["git", "clone", "-q", remote, str(layout.worktree)], capture_output=True, check=False
+        )
+        if done.returncode != 0:
+            raise WorkerError("preparing the checkout failed: the project could not be cloned")
+
+    def _write_metrics(self, layout: AttemptLayout) -> None:
+        try:
+            self.restorer.metrics.write_textfile(layout.root / "run" / "metrics.prom")
+        except OSError as e:
+            log.warning("could not write restore metrics: %s", e.strerror)
+
+
+def _head(worktree: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(worktree), "rev-parse", "HEAD"], capture_output=True, check=False)
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def _qualified_version(harness: Harness, executable: str, env: Mapping[str, str]) -> str | None:
+    try:
+        version = harness.installed_version(executable, env)
+    except WorkerError:
+        return None
+    return str(version) if harness.is_qualified(version) else None

@@ -1,0 +1,42 @@
+"""``agentihooks-worker boot``: the Pod entrypoint as a command (settings from the environment)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from .boot import Boot
+from .errors import EXIT_REFUSED
+from .report import emit, event_line
+from .settings import WorkerSettings
+
+
+def boot_command(
+    launch_record: Annotated[
+        Path | None,
+        typer.Option(help="Launch record file (default: AGENTIHOOKS_LAUNCH_RECORD or the mount)."),
+    ] = None,
+    attempts_dir: Annotated[
+        Path | None, typer.Option(help="Folder of attempt folders (default: AGENTIHOOKS_ATTEMPTS_DIR).")
+    ] = None,
+) -> None:
+    """Verify and restore this attempt's checkpoint, then run the harness under the supervisor."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = WorkerSettings()
+    except ValidationError as e:
+        names = ", ".join(".".join(map(str, err["loc"])) for err in e.errors())
+        emit(event_line("boot_failed", error=f"invalid worker settings: {names}"))
+        raise typer.Exit(EXIT_REFUSED) from e
+    overrides: dict[str, Path] = {}
+    if launch_record is not None:
+        overrides["launch_record"] = launch_record
+    if attempts_dir is not None:
+        overrides["attempts_dir"] = attempts_dir
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    raise typer.Exit(Boot(settings).run())

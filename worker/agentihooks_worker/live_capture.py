@@ -1,0 +1,117 @@
+"""The supervisor's capture hook: checkpoint the running attempt under its own generation.
+
+Each call finds the session the harness is writing (its newest transcript
+for the worktree), and captures that transcript, its native files (only when
+the installed harness is qualified for native resume) and the worktree's
+source. Before the harness has written anything, a restored attempt captures
+the transcript it was restored from, so a replacement that dies early is
+itself recoverable. Nothing to capture yet (no transcript, no repository)
+returns ``None``; a real failure raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentihooks_checkpoint.errors import CaptureError, CheckpointExists
+from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_checkpoint.stores.base import CheckpointStore
+
+from .attempt import AttemptLayout
+from .capture import CaptureRequest, capture
+from .harness import Harness
+from .report import emit, event_line
+from .supervisor import CaptureResult, CaptureWhen
+from .transcripts import count_records
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LiveCapture:
+    """Callable capture hook bound to one attempt."""
+
+    store: CheckpointStore
+    scope: StoreScope
+    layout: AttemptLayout
+    harness: Harness
+    execution_id: str
+    execution_generation: int
+    project_id: str
+    compatibility_key: str
+    base_commit: str | None
+    next_sequence: int
+    #: Installed harness version when it is qualified for native resume, else ``None``.
+    native_version: str | None
+    restored_transcript: Path | None = None
+    restored_watermark: int | None = None
+    taken: list[str] = field(default_factory=list)
+
+    def __call__(self, when: CaptureWhen) -> CaptureResult | None:
+        if not (self.layout.worktree / ".git").exists():
+            return None
+        session = self.harness.newest_session(self.layout.harness_home, self.layout.worktree)
+        native_files: list[str] = []
+        session_id: str | None = None
+        if session is not None:
+            transcript = self.layout.harness_home / session.transcript
+            watermark = count_records(transcript) - 1
+            session_id = session.session_id
+            if self.native_version is not None:
+                native_files = [
+                    (self.layout.harness_home / f).relative_to(self.layout.home).as_posix()
+                    for f in session.files
+                ]
+        elif self.restored_transcript is not None and self.restored_watermark is not None:
+            transcript, watermark = self.restored_transcript, self.restored_watermark
+        else:
+            return None
+        if watermark < 0:
+            return None
+        return self._commit(when, transcript, watermark, session_id, native_files)
+
+    def _commit(
+        self, when: CaptureWhen, transcript: Path, watermark: int, session_id: str | None, native: list[str]
+    ) -> CaptureResult:
+        for _ in range(3):
+            checkpoint_id = f"{self.execution_id}-{self.next_sequence}"
+            req = CaptureRequest(
+                scope=self.scope,
+                checkpoint_id=checkpoint_id,
+                checkpoint_sequence=self.next_sequence,
+                execution_id=self.execution_id,
+                execution_generation=self.execution_generation,
+                project_id=self.project_id,
+                harness=self.harness.name,  # type: ignore[arg-type]
+                compatibility_key=self.compatibility_key,
+                transcript=transcript,
+                watermark=watermark,
+                worktree=self.layout.worktree,
+                base_commit=self.base_commit,
+                harness_home=self.layout.home if native else None,
+                native_files=native,
+                native_session_id=session_id if native else None,
+                native_harness_version=self.native_version if native else None,
+            )
+            self.next_sequence += 1
+            try:
+                capture(self.store, req, work_dir=self.layout.tmp)
+            except CaptureError as e:
+                if isinstance(e.__cause__, CheckpointExists):
+                    continue
+                raise
+            self.taken.append(checkpoint_id)
+            emit(
+                event_line(
+                    "checkpoint_committed",
+                    execution_id=self.execution_id,
+                    checkpoint_id=checkpoint_id,
+                    when=when,
+                    native=bool(native),
+                    watermark=watermark,
+                )
+            )
+            return CaptureResult(checkpoint_id=checkpoint_id, session_id=session_id, watermark=watermark)
+        raise CheckpointExists("could not find a free checkpoint id")

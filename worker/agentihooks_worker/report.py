@@ -1,0 +1,48 @@
+"""What a restored worker tells the world: the controller (via a reporter) and its log.
+
+The controller's outcome and progress routes belong to the control API; until
+that client exists the boot takes any :class:`OutcomeReporter`, and a launch
+that asks for ``checkpoint_remote`` is refused rather than silently not
+reporting. The ``restore_verified`` line carries identifiers and counts only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Protocol, TextIO
+
+from agentihooks_checkpoint.directive import RestoreOutcome
+
+
+class OutcomeReporter(Protocol):
+    """Reports to the controller (the control API's worker routes)."""
+
+    def report_outcome(self, outcome: RestoreOutcome) -> None: ...
+
+    def report_progress(self, execution_id: str, session_id: str | None, watermark: int | None) -> None: ...
+
+
+def restore_verified_line(outcome: RestoreOutcome) -> str:
+    """The one summary line: event, execution id, recovery, checkpoint id, watermark."""
+    return json.dumps(
+        {
+            "event": "restore_verified",
+            "execution_id": outcome.execution_id,
+            "recovery": outcome.recovery.value,
+            "checkpoint_id": outcome.checkpoint_id,
+            "watermark": outcome.watermark,
+        }
+    )
+
+
+def emit(line: str, stream: TextIO | None = None) -> None:
+    """Write one log line and flush it (the Pod log is read line by line)."""
+    out = stream or sys.stderr
+    out.write(line + "\n")
+    out.flush()
+
+
+def event_line(event: str, **fields: object) -> str:
+    """Any other structured log line (refusals, failures): identifiers and reasons only."""
+    return json.dumps({"event": event, **fields})

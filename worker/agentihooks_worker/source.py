@@ -1,0 +1,129 @@
+"""Apply a checkpoint's committed and uncommitted source to the task worktree.
+
+Committed work arrives as a git bundle of ``<branch> ^<base>`` (absent when
+nothing was committed), uncommitted work as a binary patch against the head
+plus a tar of untracked files. With no repository in the worktree the project
+is cloned first: from its configured remote, or from the bundle itself when
+the bundle needs no earlier commits. Every failure is a refusal worded
+``source: <what went wrong>``; git's own output is not repeated (it can hold
+file contents).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentihooks_checkpoint.archive import ArchiveRefused
+from agentihooks_checkpoint.model import CheckpointRecord, Role
+from agentihooks_checkpoint.reasons import SOURCE_PREFIX
+from agentihooks_checkpoint.verdict import StagedCheckpoint
+
+from .errors import Refused
+
+RESTORE_REF = "refs/agentihooks/restore"
+
+
+class SourceRefused(Refused):
+    """``source: <what>``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__("source", f"{SOURCE_PREFIX}{what}")
+
+
+def project_remote(project_id: str, remotes: Mapping[str, str]) -> str | None:
+    """Where ``project_id`` is cloned from, if known."""
+    if project_id in remotes:
+        return remotes[project_id]
+    if project_id.startswith("github.com/"):
+        return f"https://{project_id}.git"
+    return None
+
+
+def _git(cwd: Path, *args: str, what: str) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SourceRefused(what)
+    return done.stdout.decode("utf-8", "replace").strip()
+
+
+def _has_commit(worktree: Path, commit: str) -> bool:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    cmd = ["git", "-C", str(worktree), "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(cmd, capture_output=True, env=env, check=False).returncode == 0
+
+
+def _is_repository(worktree: Path) -> bool:
+    return (worktree / ".git").exists()
+
+
+def ensure_repository(worktree: Path, remote: str | None, bundle: Path | None) -> None:
+    """Clone into an empty worktree when it has no repository."""
+    if _is_repository(worktree):
+        return
+    if any(worktree.iterdir()):
+        raise SourceRefused("the worktree has files but no git repository")
+    origin = remote
+    if origin is None and bundle is not None:
+        origin = str(bundle)
+    if origin is None:
+        raise SourceRefused("the worktree has no repository and no remote is configured for the project")
+    _git(
+        worktree.parent,
+        "clone",
+        "-q",
+        "--no-checkout",
+        origin,
+        worktree.name,
+        what="cloning the project failed",
+    )
+
+
+def apply_source(
+    record: CheckpointRecord, staged: StagedCheckpoint, worktree: Path, remote: str | None
+) -> None:
+    """Make ``worktree`` hold the captured branch at its head plus the uncommitted changes."""
+    bundle = staged.get(Role.GIT_BUNDLE.value)
+    ensure_repository(worktree, remote, bundle.path if bundle else None)
+    base, head, branch = record.base_commit, record.head_commit, record.branch_name
+    if not _has_commit(worktree, base) and remote is not None:
+        _git(worktree, "fetch", "-q", remote, what="fetching the base commit failed")
+    if not _has_commit(worktree, base):
+        raise SourceRefused("the base commit is not in the worktree's repository")
+    if bundle is not None:
+        _git(worktree, "bundle", "verify", "-q", str(bundle.path), what="the git bundle does not apply")
+        _git(
+            worktree,
+            "fetch",
+            "-q",
+            str(bundle.path),
+            f"+refs/heads/{branch}:{RESTORE_REF}",
+            what="fetching the committed work from the bundle failed",
+        )
+        if _git(worktree, "rev-parse", RESTORE_REF, what="the bundle has no branch tip") != head:
+            raise SourceRefused("the bundle's branch tip is not the checkpoint's head commit")
+        _git(worktree, "update-ref", "-d", RESTORE_REF, what="cleaning up the restore ref failed")
+    if not _has_commit(worktree, head):
+        raise SourceRefused("the head commit is not in the worktree's repository")
+    _git(worktree, "checkout", "-q", "-B", branch, head, what="checking out the captured branch failed")
+    if _git(worktree, "rev-parse", "HEAD", what="reading HEAD failed") != head:
+        raise SourceRefused("the worktree's HEAD is not the checkpoint's head commit")
+    patch = staged.get(Role.SOURCE_PATCH.value)
+    if patch is not None and patch.size > 0:
+        _git(
+            worktree,
+            "apply",
+            "--binary",
+            "--whitespace=nowarn",
+            str(patch.path),
+            what="the patch does not apply",
+        )
+    untracked = staged.get(Role.UNTRACKED.value)
+    if untracked is not None:
+        try:
+            untracked.extract_to(worktree)
+        except ArchiveRefused as e:
+            raise SourceRefused("the untracked files could not be written") from e
