@@ -21,6 +21,10 @@ from .capture.command import capture_command  # noqa: E402
 
 app.command("capture")(capture_command)
 
+from .boot_command import boot_command  # noqa: E402
+
+app.command("boot")(boot_command)
+
 
 def main() -> None:
     """Console-script entry point."""
