@@ -292,8 +292,6 @@ def recommit(store: CheckpointStore, scope: StoreScope, checkpoint_id: str, data
 
 def edit_record(store: CheckpointStore, scope: StoreScope, checkpoint_id: str, edit: object) -> None:
     """Load the committed record as JSON, call ``edit(dict)`` (which mutates it), and recommit it."""
-    from agentihooks_checkpoint.layout import manifest_key
-
-    rec = json.loads(store.read_bytes(scope, manifest_key(checkpoint_id), 1 << 20))
+    rec = json.loads(store.read_bytes(scope, store.read_pointer(scope, checkpoint_id)[0], 1 << 20))
     edit(rec)  # type: ignore[operator]
     recommit(store, scope, checkpoint_id, json.dumps(rec).encode())

@@ -3,8 +3,8 @@
 ::
 
     objects/sha256/<hex>              content-addressed artifact bytes
-    checkpoints/<id>/manifest.json    the record bytes
-    checkpoints/<id>/committed.json   {"manifest": <key>, "sha256": <hex of manifest bytes>}
+    checkpoints/<id>/manifest-<hex>.json  the record bytes (<hex> = their sha256)
+    checkpoints/<id>/committed.json       {"manifest": <key>, "sha256": <hex>}
 
 ``committed.json`` is written last and only once: a checkpoint without it is
 not a checkpoint (``manifest_absent``), so an interrupted capture never lists.
@@ -18,7 +18,6 @@ from .scope import safe_segment
 
 CHECKPOINTS = "checkpoints/"
 POINTER_NAME = "committed.json"
-MANIFEST_NAME = "manifest.json"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -30,8 +29,11 @@ def object_key(digest: str) -> str:
     return f"objects/sha256/{hexpart}"
 
 
-def manifest_key(checkpoint_id: str) -> str:
-    return f"{CHECKPOINTS}{safe_segment(checkpoint_id)}/{MANIFEST_NAME}"
+def manifest_key(checkpoint_id: str, hexdigest: str) -> str:
+    """Key of a manifest; named by its own hash, so a second writer never replaces a committed one."""
+    if not _HEX.fullmatch(hexdigest):
+        raise ValueError("not a sha256 digest")
+    return f"{CHECKPOINTS}{safe_segment(checkpoint_id)}/manifest-{hexdigest}.json"
 
 
 def pointer_key(checkpoint_id: str) -> str:

@@ -20,7 +20,7 @@ from .archive import ArchiveRefused, check_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
 from .errors import ObjectMissing, RecordRefused, StoreError
 from .hashing import CHUNK
-from .layout import object_key
+from .layout import object_key, pointer_key
 from .model import ARCHIVE_ROLES, CheckpointRecord
 from .reasons import Reason
 from .record import RECORD_SIZE_CAP, parse_record
@@ -100,12 +100,14 @@ class Validator:
 
     def _read_record(self, store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> CheckpointRecord:
         try:
+            pointer_key(checkpoint_id)
+        except ValueError as e:
+            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
+        try:
             key, hexdigest = store.read_pointer(scope, checkpoint_id)
         except ObjectMissing as e:
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         except (StoreError, ValueError) as e:
-            if isinstance(e, ValueError) and "safe path segment" in str(e):
-                raise RecordRefused(Reason.MANIFEST_ABSENT) from e
             raise RecordRefused(Reason.CORRUPT_MANIFEST) from e
         size = store.size_of(scope, key)
         if size is None:

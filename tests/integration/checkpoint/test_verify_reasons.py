@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentihooks_checkpoint.layout import manifest_key, object_key, pointer_key
+from agentihooks_checkpoint.layout import object_key, pointer_key
 from agentihooks_checkpoint.reasons import VERIFY_REASONS, Reason
 from agentihooks_checkpoint.record import RECORD_SIZE_CAP
 from agentihooks_checkpoint.scope import StoreScope
@@ -55,7 +55,7 @@ def test_fixture_checkpoint_verifies(store: LocalStore, built: BuiltCheckpoint) 
 def test_manifest_absent(store: LocalStore, built: BuiltCheckpoint) -> None:
     assert verify(store, built, checkpoint_id="ckpt-unknown") == "manifest_absent"
     assert verify(store, built, checkpoint_id="../ckpt-7") == "manifest_absent"
-    store_path(store, SCOPE, manifest_key("ckpt-7")).unlink()
+    store_path(store, SCOPE, store.read_pointer(SCOPE, "ckpt-7")[0]).unlink()
     assert verify(store, built) == "manifest_absent"
 
 
@@ -66,7 +66,7 @@ def test_uncommitted_manifest_is_absent(store: LocalStore, built: BuiltCheckpoin
 
 
 def test_corrupt_manifest(store: LocalStore, built: BuiltCheckpoint) -> None:
-    path = store_path(store, SCOPE, manifest_key("ckpt-7"))
+    path = store_path(store, SCOPE, store.read_pointer(SCOPE, "ckpt-7")[0])
     data = bytearray(path.read_bytes())
     data[10] ^= 0x01
     path.write_bytes(bytes(data))
@@ -259,7 +259,7 @@ def test_scope_mismatch(store: LocalStore, built: BuiltCheckpoint) -> None:
 
 def test_identity_mismatch(store: LocalStore, built: BuiltCheckpoint) -> None:
     assert verify(store, built, execution_id="exe-" + "0" * 32) == "identity_mismatch"
-    data = store.read_bytes(SCOPE, manifest_key("ckpt-7"), 1 << 20)
+    data = store.read_bytes(SCOPE, store.read_pointer(SCOPE, "ckpt-7")[0], 1 << 20)
     store.write_manifest(SCOPE, "ckpt-8", data)
     store.commit_written(SCOPE, "ckpt-8", data)
     assert verify(store, built, checkpoint_id="ckpt-8") == "identity_mismatch"

@@ -44,7 +44,7 @@ def test_layout_keys() -> None:
     scope = StoreScope(swarm="s", task_id="t", task_generation=3)
     assert scope.prefix == "swarms/s/tasks/t/gen-3/"
     assert object_key("sha256:" + "a" * 64) == "objects/sha256/" + "a" * 64
-    assert manifest_key("ckpt-1") == "checkpoints/ckpt-1/manifest.json"
+    assert manifest_key("ckpt-1", "b" * 64) == f"checkpoints/ckpt-1/manifest-{'b' * 64}.json"
     assert checkpoint_id_of_pointer(pointer_key("ckpt-1")) == "ckpt-1"
     assert checkpoint_id_of_pointer("checkpoints/ckpt-1/manifest.json") is None
     assert checkpoint_id_of_pointer("checkpoints/../committed.json") is None

@@ -83,8 +83,12 @@ class CheckpointStore(ABC):
         return StoredObject(digest, size)
 
     def write_manifest(self, scope: StoreScope, checkpoint_id: str, data: bytes) -> None:
-        """Write (or rewrite) an uncommitted manifest. It is not a checkpoint until committed."""
-        self.write_bytes(scope, manifest_key(checkpoint_id), data)
+        """Write a manifest (named by its hash). It is not a checkpoint until committed."""
+        hexdigest = digest_of_bytes(data).removeprefix("sha256:")
+        self.write_bytes(scope, manifest_key(checkpoint_id, hexdigest), data)
+
+    def is_committed(self, scope: StoreScope, checkpoint_id: str) -> bool:
+        return self.size_of(scope, pointer_key(checkpoint_id)) is not None
 
     def commit(self, scope: StoreScope, record: CheckpointRecord) -> str:
         """Write the record, then the write-once pointer with its sha256; return that hex."""
@@ -95,7 +99,7 @@ class CheckpointStore(ABC):
     def commit_written(self, scope: StoreScope, checkpoint_id: str, data: bytes) -> str:
         """Write the commit pointer for manifest bytes ``data`` already written."""
         hexdigest = digest_of_bytes(data).removeprefix("sha256:")
-        pointer = {"manifest": manifest_key(checkpoint_id), "sha256": hexdigest}
+        pointer = {"manifest": manifest_key(checkpoint_id, hexdigest), "sha256": hexdigest}
         self.write_once(scope, pointer_key(checkpoint_id), json.dumps(pointer, sort_keys=True).encode())
         return hexdigest
 
@@ -106,12 +110,15 @@ class CheckpointStore(ABC):
         """
         raw = self.read_bytes(scope, pointer_key(checkpoint_id), POINTER_SIZE_CAP)
         obj = load_json(raw)
-        if not isinstance(obj, dict) or obj.get("manifest") != manifest_key(checkpoint_id):
-            raise ValueError("pointer names another manifest")
+        if not isinstance(obj, dict):
+            raise ValueError("pointer is not an object")
         hexdigest = obj.get("sha256")
-        if not isinstance(hexdigest, str) or len(hexdigest) != 64:
+        if not isinstance(hexdigest, str):
             raise ValueError("pointer carries no sha256")
-        return manifest_key(checkpoint_id), hexdigest
+        key = manifest_key(checkpoint_id, hexdigest)
+        if obj.get("manifest") != key:
+            raise ValueError("pointer names another manifest")
+        return key, hexdigest
 
     def committed_ids(self, scope: StoreScope) -> Iterator[str]:
         for key in self.list_keys(scope, "checkpoints/"):

@@ -125,6 +125,8 @@ def capture(
     ``verified``, ``manifest_written``, ``committed``); tests kill the process there.
     """
     step = on_step or (lambda _s: None)
+    if store.is_committed(req.scope, req.checkpoint_id):
+        raise CaptureError("this checkpoint is already committed")
     work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
     try:
         files, exclusions, base, head, branch = _stage(req, work)
