@@ -172,8 +172,9 @@ def cli_env(root: str) -> dict[str, str]:
 def cli_args(tmp_path: Path) -> list[str]:
     request(tmp_path)  # builds repo and transcript
     return [
-        "agentihooks-worker", "capture", "--swarm", "swarm-a", "--task-id", "task-1", "--task-generation", "1",
-        "--checkpoint-id", "ckpt-cli", "--sequence", "4", "--execution-id", "exe-cli", "--execution-generation", "2",
+        "agentihooks-worker", "capture", "--swarm", "swarm-a", "--task-id", "task-1",
+        "--task-generation", "1", "--checkpoint-id", "ckpt-cli", "--sequence", "4",
+        "--execution-id", "exe-cli", "--execution-generation", "2",
         "--project-id", "local:x", "--harness", "codex", "--compatibility-key", "worker:9",
         "--transcript", str(tmp_path / "t.jsonl"), "--watermark", "0", "--worktree", str(tmp_path / "repo"),
     ]  # fmt: skip
