@@ -10,16 +10,33 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> None:
+    """Run the operator until it is signalled; ``memo_items`` pre-fill kopf's memo (config, clock...)."""
     import kopf
 
     from .k8s import handlers  # noqa: F401  (registers the handlers)
     from .k8s.config import OperatorConfig
 
-    parser = argparse.ArgumentParser(prog="agentihooks-operator", description=__doc__.splitlines()[0])
+    config = memo_items.get("config") or OperatorConfig()
+    memo = kopf.Memo(**{**memo_items, "config": config})
+    namespaces = config.namespace_list
+    kopf.run(
+        standalone=standalone,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        liveness_endpoint=liveness,
+        memo=memo,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    parser = argparse.ArgumentParser(
+        prog="agentihooks-operator", description="Run the swarm recovery operator."
+    )
     parser.add_argument("--standalone", action="store_true", help="no kopf peering")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")
@@ -29,16 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    config = OperatorConfig()
-    memo = kopf.Memo(config=config)
-    namespaces = config.namespace_list
-    kopf.run(
-        standalone=args.standalone,
-        clusterwide=not namespaces,
-        namespaces=namespaces,
-        liveness_endpoint=args.liveness,
-        memo=memo,
-    )
+    run(standalone=args.standalone, liveness=args.liveness)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class KubeClient:
         ca_data: str | bytes | None = None,
         insecure: bool = False,
         timeout: float = 10.0,
+        agent: str = "agentihooks-operator",
     ) -> None:
         verify: bool | ssl.SSLContext = not insecure
         if not insecure and (ca_path or ca_data):
@@ -62,16 +63,17 @@ class KubeClient:
                 ctx.load_verify_locations(cafile=f.name)
                 os.unlink(f.name)
             verify = ctx
-        headers = {"Accept": "application/json", "User-Agent": "agentihooks-operator"}
+        headers = {"Accept": "application/json", "User-Agent": agent}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._http = httpx.Client(base_url=server, headers=headers, verify=verify, timeout=timeout)
 
     @classmethod
-    def from_connection(cls, info: Any) -> KubeClient:
+    def from_connection(cls, info: Any, *, agent: str = "agentihooks-operator") -> KubeClient:
         """Build from a ``kopf.ConnectionInfo`` (what kopf's login handlers return)."""
         return cls(
             str(info.server),
+            agent=agent,
             token=info.token,
             ca_path=str(info.ca_path) if info.ca_path else None,
             ca_data=info.ca_data,

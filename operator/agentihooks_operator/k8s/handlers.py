@@ -78,7 +78,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     if memo.get("redis") is None:
         memo["redis"] = redis.Redis.from_url(config.redis_url, socket_timeout=10)
     if memo.get("kube") is None:
-        memo["kube"] = KubeClient.from_connection(_connection(settings))
+        memo["kube"] = KubeClient.from_connection(
+            _connection(settings), agent=f"agentihooks-operator/{config.operator_id}"
+        )
     if memo.get("clock") is None:
         memo["clock"] = _redis_clock(memo["redis"])
     memo.setdefault("catalog", EmptyCatalog())
@@ -160,7 +162,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10)
 async def recovery_loop(
-    name: str, namespace: str | None, uid: str, body: Any, memo: Any, stopped: Any, **_: Any
+    *, name: str, namespace: str | None, uid: str, body: Any, memo: Any, stopped: Any, **_: Any
 ) -> None:
     config: OperatorConfig = memo["config"]
     namespace = namespace or "default"

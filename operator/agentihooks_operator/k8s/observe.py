@@ -28,17 +28,19 @@ def pull_since_key(keys: SwarmKeys) -> str:
 
 
 def current_attempts(client: redis.Redis, keys: SwarmKeys) -> list[AttemptRecord]:
-    """Per seat, the newest admitted (not yet fenced) attempt."""
-    raw: Mapping[Any, Any] = client.hgetall(keys.executions)
-    newest: dict[str, AttemptRecord] = {}
-    for value in raw.values():
-        record = AttemptRecord.model_validate_json(value)
-        if record.state != "admitted":
+    """Each seat's current attempt (the core's ``seats`` map), when it is still admitted (not fenced)."""
+    seats: Mapping[Any, Any] = client.hgetall(keys.seats)
+    ids = [v.decode() if isinstance(v, bytes) else str(v) for v in seats.values()]
+    if not ids:
+        return []
+    out: list[AttemptRecord] = []
+    for value in client.hmget(keys.executions, ids):
+        if value is None:
             continue
-        held = newest.get(record.seat)
-        if held is None or record.generation > held.generation:
-            newest[record.seat] = record
-    return sorted(newest.values(), key=lambda r: r.seat)
+        record = AttemptRecord.model_validate_json(value)
+        if record.state == "admitted":
+            out.append(record)
+    return sorted(out, key=lambda r: r.seat)
 
 
 class PullGrace:
