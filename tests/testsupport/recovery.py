@@ -117,3 +117,32 @@ def swarm_spec(seats: int = 1, *, tag: str = "v1", automation: bool = True) -> S
             "recovery": {"automation": automation},
         }
     )
+
+
+def observe(
+    plans_or_ids: list[tuple[str, str, int]],
+    *,
+    failed: dict[str, str] | None = None,
+    legacy: set[str] | None = None,
+) -> list:  # type: ignore[type-arg]
+    """Observations for (execution_id, seat, generation) triples; ``failed`` maps id → reason."""
+    from agentihooks_operator.recovery import AttemptObservation
+
+    failed = failed or {}
+    legacy = legacy or set()
+    return [
+        AttemptObservation(
+            execution_id=eid,
+            seat=seat,
+            generation=gen,
+            state="failed" if eid in failed else "running",
+            reason=failed.get(eid),  # type: ignore[arg-type]
+            superseded_legacy=eid in legacy,
+        )
+        for eid, seat, gen in plans_or_ids
+    ]
+
+
+def dump_keys(client, pattern: str = "*") -> dict[bytes, bytes]:  # type: ignore[no-untyped-def]
+    """Every key's serialized value (DUMP), to show that nothing changed."""
+    return {k: client.dump(k) for k in sorted(client.keys(pattern))}

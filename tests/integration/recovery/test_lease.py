@@ -1,0 +1,143 @@
+"""Lease and epoch: one writer per swarm; a controller that lost the lease changes nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+from agentihooks_checkpoint.directive import RestoreOutcome
+from agentihooks_operator.recovery import LeaseLost
+from testsupport.recovery import dump_keys, observe, swarm_spec
+
+
+def wait_until_gone(client, key: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 10
+    while client.exists(key):
+        assert time.monotonic() < deadline, "lease did not expire"
+        time.sleep(0.02)
+
+
+def test_acquire_sets_owner_and_epoch_and_renewal_keeps_it(make, client) -> None:  # type: ignore[no-untyped-def]
+    a = make("ctl-a")
+    assert a.acquire() is True
+    assert a.epoch == 1
+    owner = json.loads(client.get(a.keys.control_owner))
+    assert owner["owner"] == "ctl-a" and owner["epoch"] == 1 and owner["expires_at"] > 0
+    assert 0 < client.pttl(a.keys.control_owner) <= 15000
+    assert a.acquire() is True and a.epoch == 1
+    assert int(client.get(a.keys.control_epoch)) == 1
+
+
+def test_keys_carry_the_swarm_in_a_hash_tag(make, client) -> None:  # type: ignore[no-untyped-def]
+    a = make("ctl-a")
+    a.acquire()
+    assert client.exists("agentihooks:swarm:{swarm-a}:control-owner")
+    assert client.exists("agentihooks:swarm:{swarm-a}:control-epoch")
+
+
+def test_second_controller_is_refused_while_the_lease_is_held(make) -> None:  # type: ignore[no-untyped-def]
+    a, b = make("ctl-a"), make("ctl-b")
+    assert a.acquire()
+    assert b.acquire() is False
+    assert b.epoch == 0
+
+
+def test_takeover_after_expiry_increments_the_epoch(make, client) -> None:  # type: ignore[no-untyped-def]
+    a, b = make("ctl-a", lease_ms=200), make("ctl-b")
+    assert a.acquire() and a.epoch == 1
+    wait_until_gone(client, a.keys.control_owner)
+    assert b.acquire() and b.epoch == 2
+    assert a.acquire() is False
+
+
+def test_restarted_holder_takes_over_with_a_new_epoch(make) -> None:  # type: ignore[no-untyped-def]
+    old = make("ctl-a")
+    assert old.acquire() and old.epoch == 1
+    new = make("ctl-a")  # same identity, new process
+    assert new.acquire() and new.epoch == 2
+    assert old.acquire() is False, "the old process may not renew the new epoch"
+
+
+def test_release_lets_another_controller_in(make) -> None:  # type: ignore[no-untyped-def]
+    a, b = make("ctl-a"), make("ctl-b")
+    a.acquire()
+    assert a.release() is True
+    assert b.acquire() and b.epoch == 2
+
+
+def test_lease_too_short_is_refused(make) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="lease_ms"):
+        make("ctl-a", lease_ms=5)
+
+
+def test_loser_gets_every_write_refused_and_changes_nothing(
+    make, client, spec, checkpoint, caplog
+) -> None:  # type: ignore[no-untyped-def]
+    a = make("ctl-a", lease_ms=300)
+    eid = a.ensure_seats(spec)[0].execution_id
+    a.report_session(eid, "sess-1")
+    built = checkpoint(eid, session_id="sess-1")
+    first = a.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"}))
+    new = first.decisions[0].replacement
+    assert new is not None
+    outcome = RestoreOutcome(
+        execution_id=new,
+        recovery="native",  # type: ignore[arg-type]
+        checkpoint_id=built.checkpoint_id,
+        session_id="sess-1",
+        watermark=built.watermark,
+    )
+    obs = observe([(new, "eng-1", 2)], failed={new: "evicted"})
+    wait_until_gone(client, a.keys.control_owner)
+    b = make("ctl-b")
+    assert b.acquire() and b.epoch == 2
+    before = dump_keys(client)
+    applied = a.writes_applied
+    caplog.set_level(logging.WARNING, logger="agentihooks.recovery")
+
+    # Every write path of the stale controller, still holding its old epoch in memory.
+    attempts = [
+        lambda: a.pause(),
+        lambda: a.unpause(),
+        lambda: a.report_session(new, "sess-2"),
+        lambda: a.report_watermark(new, 9),
+        lambda: a.mint_worker_credential(new),
+        lambda: a.report_outcome(new, outcome),
+        lambda: a.ensure_seats(swarm_spec(2, tag="v1")),
+        lambda: a.decide(eid, "fresh", "operator"),
+    ]
+    for call in attempts:
+        with pytest.raises(LeaseLost):
+            call()
+    report = a.reconcile(spec, obs)
+    assert report.leader is False and report.fenced == [] and report.launches == []
+
+    assert a.writes_applied == applied, "no write of the loser passed the guard"
+    assert a.writes_refused >= 7
+    assert dump_keys(client) == before
+    assert "lost the lease" in caplog.text and "changed nothing" in caplog.text
+    # The winner does the work.
+    assert b.reconcile(spec, obs).fenced == [new]
+
+
+def test_lease_lost_in_the_middle_of_a_pass_stops_it(make, client, spec) -> None:  # type: ignore[no-untyped-def]
+    a = make("ctl-a")
+    plans = a.ensure_seats(spec)
+    eid = plans[0].execution_id
+
+    def steal(point: str) -> None:
+        if point == "after:fence":
+            client.delete(a.keys.control_owner)
+            make("ctl-b").acquire()
+
+    a2 = make("ctl-a2", faults=steal)
+    # hand the lease to a2 cleanly first
+    a.release()
+    assert a2.acquire()
+    report = a2.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "evicted"}))
+    assert report.lease_lost is True
+    assert report.fenced == [eid]
+    fence = json.loads(client.hget(a.keys.attempt_fences, eid))
+    assert fence["released"] in ([], {}), "no release after the lease was lost"
