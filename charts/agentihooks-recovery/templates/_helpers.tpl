@@ -89,6 +89,15 @@ app.kubernetes.io/component: redis
 {{- end -}}
 {{- end -}}
 
+{{/*
+The Redis URL with a `$(AGENTIHOOKS_REDIS_PASSWORD)` reference the kubelet expands from the Secret at
+container start (the variable is declared just before it). The password must be URL-safe.
+*/}}
+{{- define "agentihooks.redisUrlWithPassword" -}}
+{{- $parts := splitn "://" 2 (include "agentihooks.redisUrl" .) -}}
+{{- printf "%s://:$(AGENTIHOOKS_REDIS_PASSWORD)@%s" $parts._0 $parts._1 -}}
+{{- end -}}
+
 {{/* Control API URL the workers report to. */}}
 {{- define "agentihooks.controlUrl" -}}
 {{- default (printf "http://%s.%s.svc:%d" (include "agentihooks.fullname" .) .Release.Namespace (int .Values.service.port)) .Values.controlApi.url -}}
@@ -104,6 +113,9 @@ Included once, from the operator Deployment.
 {{- end -}}
 {{- if and (eq .Values.redis.mode "external") (regexMatch "^rediss?://[^/@]*:[^/@]*@" .Values.redis.external.url) -}}
 {{- fail "redis.external.url must not carry a password: put it in the Secret named by redis.auth.existingSecret" -}}
+{{- end -}}
+{{- if eq (int .Values.operator.port) (int .Values.operator.healthPort) -}}
+{{- fail "operator.port and operator.healthPort must differ: the control API and kopf's liveness endpoint are two servers" -}}
 {{- end -}}
 {{- if and (eq .Values.checkpointStore.mode "bucket") (not .Values.checkpointStore.bucket.name) -}}
 {{- fail "checkpointStore.mode is bucket but checkpointStore.bucket.name is empty" -}}

@@ -43,6 +43,11 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 - apiGroups: [""]
   resources: ["namespaces"]
   verbs: ["list", "watch"]
+# Nodes: a worker whose node is NotReady or gone is classified node_lost (read-only; without it,
+# node loss is seen only once the Pod status says so).
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["list"]
 # CustomResourceDefinitions: kopf observes CRDs so it starts watching Swarms once the CRD is served.
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]

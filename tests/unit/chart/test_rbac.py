@@ -15,7 +15,7 @@ import pytest
 from testsupport.helm import NAMESPACE, ROOT, Helm, by_kind, one, value_sets
 
 OBSERVED_FILE = ROOT / "tests" / "integration" / "operator" / "observed-api-calls.json"
-CLUSTER_SCOPED = {("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions")}
+CLUSTER_SCOPED = {("", "namespaces"), ("", "nodes"), ("apiextensions.k8s.io", "customresourcedefinitions")}
 
 Call = tuple[str, str, str]  # (api group, resource[/subresource], verb)
 
@@ -28,6 +28,7 @@ EXPECTED_API_CALLS: set[Call] = {
     *{("", "secrets", v) for v in ("get", "create", "delete")},
     ("", "events", "create"),
     *{("", "namespaces", v) for v in ("list", "watch")},
+    ("", "nodes", "list"),
     *{("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")},
 }
 

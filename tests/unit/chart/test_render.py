@@ -60,6 +60,7 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     pod = one(docs, "Deployment")["spec"]["template"]["spec"]
     c = _operator(docs)
     assert c["command"] == ["agentihooks-operator"]
+    assert c["args"] == ["--standalone", "--liveness=http://0.0.0.0:8081/healthz"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     sc = c["securityContext"]
@@ -68,16 +69,21 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["ports"] == [
+        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+        {"name": "health", "containerPort": 8081, "protocol": "TCP"},
+    ]
     env = env_of(c)
     assert env["AGENTIHOOKS_SWARM_KEY_PREFIX"]["value"] == "agentihooks"
     assert (
         env["AGENTIHOOKS_REDIS_URL"]["value"]
         == f"redis://rel-agentihooks-recovery-redis.{NAMESPACE}.svc:6379/0"
     )
-    assert env["AGENTIHOOKS_WATCH_NAMESPACES"]["value"] == NAMESPACE
+    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == NAMESPACE
+    assert env["AGENTIHOOKS_OPERATOR_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["AGENTIHOOKS_CONTROL_PORT"]["value"] == "8080"
     # No store by default, and no credential ever appears as a literal value.
     assert not {"AGENTIHOOKS_CHECKPOINT_BUCKET", "AGENTIHOOKS_CHECKPOINT_ROOT"} & set(env)
     assert "AGENTIHOOKS_OPERATOR_TOKEN" not in env and "AGENTIHOOKS_REDIS_PASSWORD" not in env
@@ -101,8 +107,15 @@ def test_embedded_redis_has_aof_and_a_claim(helm: Helm) -> None:
 def test_external_redis_and_secrets(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["external-redis"])
     assert not by_kind(docs, "StatefulSet")
-    env = env_of(_operator(docs))
-    assert env["AGENTIHOOKS_REDIS_URL"]["value"] == "rediss://redis.platform.svc.cluster.local:6380/2"
+    container = _operator(docs)
+    env = env_of(container)
+    # The kubelet expands $(AGENTIHOOKS_REDIS_PASSWORD), declared earlier in the list, from the Secret.
+    assert (
+        env["AGENTIHOOKS_REDIS_URL"]["value"]
+        == "rediss://:$(AGENTIHOOKS_REDIS_PASSWORD)@redis.platform.svc.cluster.local:6380/2"
+    )
+    names = [e["name"] for e in container["env"]]
+    assert names.index("AGENTIHOOKS_REDIS_PASSWORD") < names.index("AGENTIHOOKS_REDIS_URL")
     assert env["AGENTIHOOKS_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": "agentihooks-redis",
         "key": "password",
@@ -118,7 +131,8 @@ def test_bucket_store_and_optional_objects(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["bucket-store"])
     env = env_of(_operator(docs))
     assert env["AGENTIHOOKS_CHECKPOINT_BUCKET"]["value"] == "agentihooks-checkpoints"
-    assert env["AWS_ENDPOINT_URL_S3"]["value"] == "https://s3.eu-west-1.example.com"
+    assert env["AGENTIHOOKS_CHECKPOINT_ENDPOINT"]["value"] == "https://s3.eu-west-1.example.com"
+    assert env["AWS_DEFAULT_REGION"]["value"] == "eu-west-1"
     for var, key in (
         ("AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY_ID"),
         ("AWS_SECRET_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY"),
@@ -144,8 +158,7 @@ def test_cluster_wide_uses_one_cluster_role(helm: Helm) -> None:
     resources = {r for rule in one(docs, "ClusterRole")["rules"] for r in rule["resources"]}
     assert {"swarms", "pods", "namespaces"} <= resources
     env = env_of(_operator(docs))
-    assert env["AGENTIHOOKS_CLUSTER_WIDE"]["value"] == "true"
-    assert "AGENTIHOOKS_WATCH_NAMESPACES" not in env
+    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == "", "empty means every namespace"
     sa = one(docs, "ServiceAccount")
     assert "eks.amazonaws.com/role-arn" in sa["metadata"]["annotations"]
     assert "AWS_ACCESS_KEY_ID" not in env, "cloud identity: no static keys"
@@ -160,7 +173,7 @@ def test_several_replicas(helm: Helm) -> None:
     bindings = by_kind(docs, "RoleBinding")
     assert {b["subjects"][0]["namespace"] for b in bindings} == {NAMESPACE}
     env = env_of(_operator(docs))
-    assert env["AGENTIHOOKS_WATCH_NAMESPACES"]["value"] == "team-a,team-b"
+    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == "team-a,team-b"
     assert env["AGENTIHOOKS_CHECKPOINT_ROOT"]["value"] == "/var/lib/agentihooks/checkpoints"
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
