@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from ..swarm import SwarmSpec
 from .context import Ctx
@@ -79,7 +80,10 @@ def apply_requests(ctx: Ctx, spec: SwarmSpec, snap: Snapshot, report: PassReport
     """Apply every recorded request in the order it was recorded, then drop them all."""
     if not snap.requests:
         return
-    ordered = sorted(snap.requests.items(), key=lambda kv: (kv[1].recorded_at_ms or 0, kv[0]))
+    ordered = sorted(
+        snap.requests.items(),
+        key=lambda kv: (kv[1].recorded_at_ms or 0, kv[1].recorded_ns or 0, kv[0]),
+    )
     drop: list[str] = []
     counts: list[str] = []
     for field, req in ordered:
@@ -111,7 +115,13 @@ def record_request(ctx: Ctx, execution_id: str, choice: Choice, agent: str) -> b
     if not agent or len(agent) > 200:
         raise InvalidInput("agent must name who asks")
     body = json.dumps(
-        {"execution_id": execution_id, "choice": choice, "agent": agent, "recorded_at_ms": ctx.now_ms()}
+        {
+            "execution_id": execution_id,
+            "choice": choice,
+            "agent": agent,
+            "recorded_at_ms": ctx.now_ms(),
+            "recorded_ns": time.time_ns(),
+        }
     )
     ctx.w.trip()
     return bool(ctx.w.client.hsetnx(ctx.w.keys.recovery_requests, request_field(execution_id, choice), body))

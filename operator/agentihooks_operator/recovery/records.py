@@ -157,3 +157,5 @@ class RecoveryRequest(_Record):
     choice: Literal["resume", "fresh"]
     agent: str
     recorded_at_ms: int | None = None
+    #: Orders requests recorded within the same millisecond.
+    recorded_ns: int | None = None

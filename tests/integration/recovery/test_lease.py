@@ -72,9 +72,7 @@ def test_lease_too_short_is_refused(make) -> None:  # type: ignore[no-untyped-de
         make("ctl-a", lease_ms=5)
 
 
-def test_loser_gets_every_write_refused_and_changes_nothing(
-    make, client, spec, checkpoint, caplog
-) -> None:  # type: ignore[no-untyped-def]
+def test_loser_gets_every_write_refused_and_changes_nothing(make, client, spec, checkpoint, caplog) -> None:  # type: ignore[no-untyped-def]
     a = make("ctl-a", lease_ms=300)
     eid = a.ensure_seats(spec)[0].execution_id
     a.report_session(eid, "sess-1")
