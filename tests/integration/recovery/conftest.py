@@ -52,7 +52,7 @@ def make(client: redis.Redis, store: LocalStore, launcher: MemoryLauncher) -> Ca
 
 @pytest.fixture
 def checkpoint(store: LocalStore, tmp_path: Path) -> Callable[..., BuiltCheckpoint]:
-    """``checkpoint(execution_id, kind="claude", session_id=..., key=TAG, ...)``: a real committed checkpoint."""
+    """``checkpoint(execution_id, kind=..., session_id=..., key=TAG)``: a real committed checkpoint."""
     count = [0]
 
     def factory(execution_id: str, *, kind: str = "claude", key: str = TAG, **kw: Any) -> BuiltCheckpoint:

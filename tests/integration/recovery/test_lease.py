@@ -97,8 +97,8 @@ def test_loser_gets_every_write_refused_and_changes_nothing(make, client, spec, 
 
     # Every write path of the stale controller, still holding its old epoch in memory.
     attempts = [
-        lambda: a.pause(),
-        lambda: a.unpause(),
+        a.pause,
+        a.unpause,
         lambda: a.report_session(new, "sess-2"),
         lambda: a.report_watermark(new, 9),
         lambda: a.mint_worker_credential(new),
