@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import kopf
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
+from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
 from ..recovery import LeaseLost, Recovery
@@ -83,9 +85,12 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         )
     if memo.get("clock") is None:
         memo["clock"] = _redis_clock(memo["redis"])
-    memo.setdefault("catalog", EmptyCatalog())
+    if memo.get("catalog") is None:
+        store = store_from_env(os.environ)
+        memo["catalog"] = store if store is not None else EmptyCatalog()
     memo.setdefault("triggers", {})
     memo.setdefault("results", {})
+    memo.setdefault("passes", {})
     log.info("operator %s started", config.operator_id)
 
 
@@ -175,7 +180,8 @@ async def recovery_loop(
         except InvalidSwarm:
             await stopped.wait(5)  # reported by ``validate``; nothing runs until the spec is fixed
             continue
-        runner = runner or _build_pass(memo, name, namespace, uid, body)
+        if runner is None:
+            runner = memo["passes"][key] = _build_pass(memo, name, namespace, uid, body)
         trigger.clear()
         try:
             result = await asyncio.to_thread(runner.run, spec)

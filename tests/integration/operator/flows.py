@@ -1,0 +1,96 @@
+"""Steps the operator scenarios share: launch a seat, fail it, read fences, choose, await the replacement."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+from agentihooks_checkpoint.catalog import EmptyCatalog
+from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_operator.recovery import FenceRecord, Recovery
+from agentihooks_operator.recovery.keys import SwarmKeys
+from testsupport import kubelet as kl
+from testsupport.kube import Cluster, eventually
+from testsupport.kubelet import Kubelet
+
+NODE = "kind-worker"
+
+
+class _NoLaunch:
+    def launch(self, plan: Any) -> Any:
+        raise AssertionError("the CLI path never launches")
+
+    def exists(self, execution_id: str) -> bool:
+        raise AssertionError("the CLI path never observes Pods")
+
+    def retire(self, execution_id: str) -> None:
+        raise AssertionError("the CLI path never retires")
+
+
+def gen(pod: dict[str, Any]) -> int:
+    return int(pod["metadata"]["labels"]["swarm.agentihooks.io/generation"])
+
+
+def eid(pod: dict[str, Any]) -> str:
+    return str(pod["metadata"]["labels"]["swarm.agentihooks.io/execution-id"])
+
+
+async def running_seat(cluster: Cluster, kubelet: Kubelet, swarm: str, generation: int = 1) -> dict[str, Any]:
+    """Wait for the seat's Pod of ``generation`` and move it to Running on a Ready node."""
+
+    async def pod() -> dict[str, Any] | None:
+        return next((p for p in await cluster.pods(swarm) if gen(p) == generation), None)
+
+    found = await eventually(pod, what=f"generation {generation} Pod")
+    await kubelet.put_node(NODE)
+    await kubelet.set_status(found["metadata"]["name"], kl.running(), node_name=NODE)
+    return dict(found)
+
+
+def fence(redis_url: str, swarm: str, execution_id: str) -> FenceRecord | None:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        raw = client.hget(SwarmKeys("agentihooks", swarm).attempt_fences, execution_id)
+    finally:
+        client.close()
+    return FenceRecord.model_validate_json(raw) if raw else None
+
+
+async def fenced(redis_url: str, swarm: str, execution_id: str) -> FenceRecord:
+    return await eventually(lambda: fence(redis_url, swarm, execution_id), what=f"fence of {execution_id}")
+
+
+def choose(redis_url: str, swarm: str, execution_id: str, choice: str = "fresh") -> bool:
+    """What ``agentihooks swarm NAME restore-decision SEAT fresh`` does: record a request."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        cli = Recovery(client, swarm, holder="cli", catalog=EmptyCatalog(), launcher=_NoLaunch())
+        return cli.record_request(execution_id, choice, "operator")  # type: ignore[arg-type]
+    finally:
+        client.close()
+
+
+async def replacement(cluster: Cluster, swarm: str, generation: int) -> dict[str, Any]:
+    async def pod() -> dict[str, Any] | None:
+        return next((p for p in await cluster.pods(swarm) if gen(p) == generation), None)
+
+    return dict(await eventually(pod, what=f"replacement Pod of generation {generation}"))
+
+
+async def launch_record(cluster: Cluster, execution_id: str) -> LaunchRecord:
+    cm = await cluster.get(f"/api/v1/namespaces/default/configmaps/swarm-{execution_id}-launch")
+    assert cm is not None, "the launch ConfigMap exists"
+    return LaunchRecord.model_validate(json.loads(cm["data"]["launch.json"]))
+
+
+async def pod_gone(cluster: Cluster, execution_id: str) -> bool:
+    return await cluster.get(f"/api/v1/namespaces/default/pods/swarm-{execution_id}") is None
+
+
+async def event_reasons(cluster: Cluster, kind: str, name: str) -> list[str]:
+    return [
+        e["reason"]
+        for e in await cluster.events()
+        if e["involvedObject"]["kind"] == kind and e["involvedObject"]["name"] == name
+    ]
