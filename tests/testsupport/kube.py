@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -200,14 +201,31 @@ async def running_operator(
     memo = kopf.Memo(config=config, clock=clock, faults=faults)
     if catalog is not None:
         memo["catalog"] = catalog
-    stop = asyncio.Event()
-    ready = asyncio.Event()
-    task = asyncio.create_task(
-        kopf.operator(standalone=True, namespaces=["default"], memo=memo, stop_flag=stop, ready_flag=ready)
-    )
-    await asyncio.wait_for(ready.wait(), 20)
+    # Its own thread and event loop: kopf treats every task of its loop as its own at shutdown,
+    # and the emulator's request handlers live in the test's loop.
+    stop = threading.Event()
+    ready = threading.Event()
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            asyncio.run(
+                kopf.operator(
+                    standalone=True, namespaces=["default"], memo=memo, stop_flag=stop, ready_flag=ready
+                )
+            )
+        except BaseException as e:  # surfaced to the test below
+            errors.append(e)
+
+    thread = threading.Thread(target=serve, name=f"operator-{operator_id}", daemon=True)
+    thread.start()
+    await eventually(lambda: ready.is_set() or errors, timeout=20, what="operator ready")
+    if errors:
+        raise errors[0]
     try:
         yield memo
     finally:
         stop.set()
-        await asyncio.wait_for(task, 30)
+        await eventually(lambda: not thread.is_alive(), timeout=30, what="operator stopped")
+        if errors:
+            raise errors[0]
