@@ -25,6 +25,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from .attempt import AttemptLayout
+from .attempt_state import AttemptState
 from .errors import EXIT_FAILURE, EXIT_REFUSED, Refused, WorkerError
 from .harness import Harness, harness_for
 from .launch import read_launch_record
@@ -75,6 +76,8 @@ class Boot:
         try:
             ctx = self.prepare()
         except Refused as r:
+            if not r.counted:
+                self.restorer.metrics.refused(r.reason)
             fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
             emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
             return EXIT_REFUSED
@@ -101,29 +104,50 @@ class Boot:
         if harness.name == "claude":
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
         store = open_store(self.settings, launch)
-        try:
-            restored = self.restorer.restore(
-                RestoreRequest(launch, layout, harness, store, env, self.settings.project_remotes)
-            )
-        finally:
-            self._write_metrics(layout)
-        if launch.checkpoint_remote and self.reporter is not None:
+        state = AttemptState(layout.root / "run")
+        restored = state.load()
+        if restored is None:
+            try:
+                restored = self.restorer.restore(
+                    RestoreRequest(launch, layout, harness, store, env, self.settings.project_remotes)
+                )
+            finally:
+                self._write_metrics(layout)
+            state.save(restored)
+            self.restorer.on_step("restored")
+        if launch.checkpoint_remote and self.reporter is not None and not state.done("reported"):
             self.reporter.report_outcome(restored.outcome)
-        if launch.restore is not None:
+            state.mark("reported")
+        if launch.restore is not None and not state.done("logged"):
             emit(restore_verified_line(restored.outcome))
+            state.mark("logged")
+            self.restorer.on_step("logged")
         ctx = BootContext(launch, layout, harness, env, store, restored)
         self.context = ctx
         self.capture_hook = self._capture_hook(ctx)
-        if self.capture_hook is not None and restored.record is not None:
-            try:
-                self.capture_hook("initial")
-            except Exception as e:  # the harness still starts; periodic captures retry
-                emit(
-                    event_line(
-                        "capture_failed", execution_id=a.execution_id, when="initial", error=type(e).__name__
-                    )
-                )
+        if (
+            self.capture_hook is not None
+            and restored.record is not None
+            and not state.done("initial_capture")
+        ):
+            self._initial_capture(ctx, self.capture_hook, state)
         return ctx
+
+    def _initial_capture(self, ctx: BootContext, hook: LiveCapture, state: AttemptState) -> None:
+        """One capture under this attempt's generation right after the restore (once per attempt)."""
+        a = ctx.launch.authority
+        mine = hook.store.list_checkpoints(hook.scope, execution_id=a.execution_id)
+        if mine:  # an earlier boot of this attempt committed it and crashed before noting so
+            state.mark("initial_capture", mine[0].checkpoint_id)
+            return
+        try:
+            result = hook("initial")
+        except Exception as e:  # the harness still starts; periodic captures retry
+            error = type(e).__name__
+            emit(event_line("capture_failed", execution_id=a.execution_id, when="initial", error=error))
+            return
+        self.restorer.on_step("initial_capture")
+        state.mark("initial_capture", result.checkpoint_id if result else True)
 
     def supervise(self, ctx: BootContext) -> int:
         """Step 11: run the harness under the supervisor."""

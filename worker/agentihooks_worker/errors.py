@@ -35,6 +35,8 @@ class Refused(WorkerError):
         self.message = message if message is not None else reason
         #: A short explanation for the log; never record values, paths or conversation content.
         self.detail = detail
+        #: Set once the refusal was counted in ``Restorer.metrics``.
+        self.counted = False
         super().__init__(self.message)
 
 

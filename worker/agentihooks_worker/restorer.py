@@ -19,7 +19,7 @@ under its continuity type.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from .errors import Refused
 from .harness import Harness
 from .metrics import RestoreMetrics
 from .native import restore_native
-from .source import apply_source, project_remote
+from .source import apply_source, project_remote, reset_partial
 from .store_select import require_store
 from .versions import check_native_version
 
@@ -76,9 +76,13 @@ def refusal(reason: Reason, detail: str = "") -> Refused:
 class Restorer:
     """Runs restores and counts them (:attr:`metrics`)."""
 
-    def __init__(self, validator: Validator | None = None) -> None:
+    def __init__(
+        self, validator: Validator | None = None, on_step: Callable[[str], None] | None = None
+    ) -> None:
         self.validator = validator or Validator()
         self.metrics = RestoreMetrics()
+        #: Called after each step that wrote something (tests crash the restore there).
+        self.on_step = on_step or (lambda _step: None)
 
     def restore(self, req: RestoreRequest) -> Restored:
         """Deliver the launch record's directive or raise :class:`Refused`."""
@@ -87,6 +91,7 @@ class Restorer:
             restored = self._restore(req, directive)
         except Refused as r:
             self.metrics.refused(r.reason)
+            r.counted = True
             raise
         self.metrics.outcome(restored.outcome.recovery.value)
         return restored
@@ -115,6 +120,7 @@ class Restorer:
             )
             if verdict.reason is not None:
                 raise refusal(verdict.reason, "the checkpoint did not verify")
+            self.on_step("verified")
             record, staged = verdict.record, verdict.staged
             assert record is not None and staged is not None
             if record.authority.project_id not in registration.projects:
@@ -138,8 +144,17 @@ class Restorer:
         transcript: Path | None = None
         if native:
             transcript, version = self._native(req, directive, record, staged)
+            self.on_step("native")
         remote = project_remote(record.authority.project_id, req.remotes)
-        apply_source(record, staged, layout.worktree, remote)
+        marker = layout.root / "run" / "source.started"
+
+        def before_write() -> None:
+            if marker.exists():
+                reset_partial(layout.worktree)
+            marker.touch(mode=0o600)
+
+        apply_source(record, staged, layout.worktree, remote, before_write)
+        self.on_step("source")
         stdin: Path | None = None
         if native:
             assert directive.session_id is not None
@@ -153,6 +168,7 @@ class Restorer:
             transcript = layout.root / "run" / "transcript.jsonl"
             archived.path.replace(transcript)
             argv, stdin = prompt_delivery(agent, layout.continuation)
+            self.on_step("continuation")
         outcome = RestoreOutcome(
             execution_id=req.launch.authority.execution_id,
             recovery=directive.recovery,

@@ -12,8 +12,9 @@ file contents).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from agentihooks_checkpoint.archive import ArchiveRefused
@@ -60,10 +61,10 @@ def _is_repository(worktree: Path) -> bool:
     return (worktree / ".git").exists()
 
 
-def ensure_repository(worktree: Path, remote: str | None, bundle: Path | None) -> None:
-    """Clone into an empty worktree when it has no repository."""
+def check_worktree(worktree: Path, remote: str | None, bundle: Path | None) -> str | None:
+    """Refuse before writing anything; return where to clone from (``None``: a repository is there)."""
     if _is_repository(worktree):
-        return
+        return None
     if any(worktree.iterdir()):
         raise SourceRefused("the worktree has files but no git repository")
     origin = remote
@@ -71,23 +72,48 @@ def ensure_repository(worktree: Path, remote: str | None, bundle: Path | None) -
         origin = str(bundle)
     if origin is None:
         raise SourceRefused("the worktree has no repository and no remote is configured for the project")
-    _git(
-        worktree.parent,
-        "clone",
-        "-q",
-        "--no-checkout",
-        origin,
-        worktree.name,
-        what="cloning the project failed",
-    )
+    return origin
+
+
+def reset_partial(worktree: Path) -> None:
+    """Undo what an interrupted earlier restore of this attempt wrote into the worktree."""
+    if not _is_repository(worktree):
+        return
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    cmd = ["git", "-C", str(worktree), "rev-parse", "--verify", "-q", "HEAD"]
+    if subprocess.run(cmd, capture_output=True, env=env, check=False).returncode != 0:
+        for child in worktree.iterdir():  # a clone that never finished: start it again
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        return
+    _git(worktree, "reset", "-q", "--hard", what="resetting the interrupted restore failed")
+    _git(worktree, "clean", "-fdq", what="cleaning the interrupted restore failed")
 
 
 def apply_source(
-    record: CheckpointRecord, staged: StagedCheckpoint, worktree: Path, remote: str | None
+    record: CheckpointRecord,
+    staged: StagedCheckpoint,
+    worktree: Path,
+    remote: str | None,
+    before_write: Callable[[], None] | None = None,
 ) -> None:
     """Make ``worktree`` hold the captured branch at its head plus the uncommitted changes."""
     bundle = staged.get(Role.GIT_BUNDLE.value)
-    ensure_repository(worktree, remote, bundle.path if bundle else None)
+    origin = check_worktree(worktree, remote, bundle.path if bundle else None)
+    if before_write is not None:
+        before_write()
+    if origin is not None:
+        _git(
+            worktree.parent,
+            "clone",
+            "-q",
+            "--no-checkout",
+            origin,
+            worktree.name,
+            what="cloning the project failed",
+        )
     base, head, branch = record.base_commit, record.head_commit, record.branch_name
     if not _has_commit(worktree, base) and remote is not None:
         _git(worktree, "fetch", "-q", remote, what="fetching the base commit failed")
