@@ -1,0 +1,58 @@
+"""The aiohttp application: the route table, and one middleware that turns every failure into JSON.
+
+Errors never carry a credential, a digest or a stack trace; unexpected ones
+are logged with their type only and answered 500 ``internal``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+from aiohttp import web
+
+from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
+from .common import STATE, Handler
+from .errors import HttpProblem, not_leader
+from .routes import ROUTES
+from .state import ApiState
+
+log = logging.getLogger("agentihooks.api")
+
+
+def _problem(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"error": code, "message": message}, status=status, headers=headers)
+
+
+@web.middleware
+async def problems(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except HttpProblem as e:
+        return _problem(e.status, e.code, e.message, e.headers)
+    except RecoveryRefused as e:
+        return _problem(409, e.reason, e.message)
+    except InvalidInput as e:
+        return _problem(400, "invalid_input", str(e))
+    except LeaseLost:
+        p = not_leader()
+        return _problem(p.status, p.code, p.message, p.headers)
+    except redis.RedisError as e:
+        log.warning("control API: Redis failed on %s %s (%s)", request.method, request.path, type(e).__name__)
+        return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return _problem(e.status, e.reason.lower().replace(" ", "_"), e.reason, None)
+    except Exception as e:
+        log.error("control API: %s %s failed (%s)", request.method, request.path, type(e).__name__)
+        return _problem(500, "internal", "internal error")
+
+
+def create_app(state: ApiState) -> web.Application:
+    """The control API for ``state``; serve it with :func:`.server.start_control_api`."""
+    app = web.Application(middlewares=[problems], client_max_size=64 * 1024)
+    app[STATE] = state
+    for route in ROUTES:
+        app.router.add_route(route.method, route.path, route.handler)
+    return app

@@ -1,0 +1,45 @@
+"""Settings of the control API, read from ``AGENTIHOOKS_*`` variables (the Helm chart sets them).
+
+The operator token is read once and only its sha256 is kept; a deployment can
+also give the digest directly (``AGENTIHOOKS_OPERATOR_TOKEN_SHA256``) so the
+token never reaches the operator's environment at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .auth import sha256_hex
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ApiConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
+
+    control_host: str = "0.0.0.0"  # noqa: S104 - the API is the operator Pod's Service port
+    control_port: int = Field(default=8080, ge=0, le=65535)
+    operator_token: SecretStr | None = None
+    operator_token_sha256: str | None = None
+    #: Largest checkpoint object a worker may upload through the scoped routes (bytes).
+    checkpoint_object_cap: int = Field(default=2 * 1024**3, ge=1)
+    #: How often ``events?follow=true`` looks for new events (seconds).
+    events_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+
+    @field_validator("operator_token_sha256")
+    @classmethod
+    def _hex(cls, v: str | None) -> str | None:
+        if v is not None and not _HEX64.fullmatch(v.strip().lower()):
+            raise ValueError("AGENTIHOOKS_OPERATOR_TOKEN_SHA256 must be 64 hex digits")
+        return v.strip().lower() if v else None
+
+    def operator_hash(self) -> str | None:
+        """The sha256 (hex) of the operator token, or ``None`` when the operator role is disabled."""
+        if self.operator_token_sha256:
+            return self.operator_token_sha256
+        if self.operator_token is not None and self.operator_token.get_secret_value():
+            return sha256_hex(self.operator_token.get_secret_value())
+        return None

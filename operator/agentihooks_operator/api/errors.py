@@ -1,0 +1,50 @@
+"""HTTP problems of the control API: one exception type that the error middleware turns into JSON.
+
+Every refusal has a stable ``error`` code and a ``message``; neither ever
+carries a credential, a token digest or conversation content.
+"""
+
+from __future__ import annotations
+
+from ..errors import OperatorError
+
+FORBIDDEN_SCOPE = "forbidden_scope"
+
+
+class HttpProblem(OperatorError):
+    """An answer other than success: ``status``, a short ``code`` and a human ``message``."""
+
+    def __init__(
+        self, status: int, code: str, message: str | None = None, *, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message or code)
+        self.status = status
+        self.code = code
+        self.message = message or code
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.code, "message": self.message}
+
+
+def forbidden() -> HttpProblem:
+    """The one answer for a caller whose credential does not grant the action."""
+    return HttpProblem(403, FORBIDDEN_SCOPE, FORBIDDEN_SCOPE)
+
+
+def bad_request(message: str, code: str = "invalid_request") -> HttpProblem:
+    return HttpProblem(400, code, message)
+
+
+def not_found(message: str, code: str = "not_found") -> HttpProblem:
+    return HttpProblem(404, code, message)
+
+
+def not_leader() -> HttpProblem:
+    """This replica does not hold the swarm's lease; the caller retries (or another replica answers)."""
+    return HttpProblem(
+        503,
+        "not_leader",
+        "this controller replica does not hold the swarm's lease; retry shortly",
+        headers={"Retry-After": "2"},
+    )

@@ -1,0 +1,100 @@
+"""The OpenAPI 3.1 document, generated from the route table and the pydantic models it names.
+
+Served at ``/v1/openapi.json``; ``docs/api.md`` is checked against it by a test.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from .schemas import Problem
+
+VERSION = "0.1.0"
+_PARAM = re.compile(r"{(\w+)}")
+PATH_PARAMS = {
+    "execution": {"type": "string", "maxLength": 64},
+    "swarm": {"type": "string", "maxLength": 128},
+    "seat": {"type": "string", "maxLength": 63},
+}
+
+
+def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, str]:
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, sub in schema.pop("$defs", {}).items():
+        components[name] = sub
+    components[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _content(body: Any, components: dict[str, Any], *, error: bool) -> dict[str, Any]:
+    if isinstance(body, type) and issubclass(body, BaseModel):
+        return {"application/json": {"schema": _schema(body, components)}}
+    if body == "text":
+        return {"text/plain": {"schema": {"type": "string"}}}
+    if body == "octet":
+        return {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+    if body == "sse":
+        return {"text/event-stream": {"schema": {"type": "string"}}}
+    if error:
+        return {"application/json": {"schema": _schema(Problem, components)}}
+    return {"application/json": {"schema": {"type": "object"}}}
+
+
+def _operation(route: Any, components: dict[str, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": route.summary,
+        "operationId": route.handler.__name__ + "_" + route.method.lower(),
+        "x-auth": route.auth,
+        "responses": {
+            str(status): {"description": desc, "content": _content(body, components, error=status >= 400)}
+            for status, (desc, body) in sorted(route.responses.items())
+        },
+    }
+    if route.auth != "none":
+        op["security"] = [{"bearer": []}]
+    params = [
+        {"name": n, "in": "path", "required": True, "schema": PATH_PARAMS[n]}
+        for n in _PARAM.findall(route.path)
+    ]
+    params += [
+        {
+            "name": p.name,
+            "in": "query",
+            "required": p.required,
+            "schema": p.schema,
+            "description": p.description,
+        }
+        for p in route.query
+    ]
+    if params:
+        op["parameters"] = params
+    if route.request is not None:
+        op["requestBody"] = {"required": True, "content": _content(route.request, components, error=False)}
+    return op
+
+
+@cache
+def document() -> dict[str, Any]:
+    from .routes import ROUTES
+
+    components: dict[str, Any] = {}
+    paths: dict[str, Any] = {}
+    for route in ROUTES:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, components)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agentihooks control API",
+            "version": VERSION,
+            "description": "Restore decisions, worker reports, scoped checkpoint routes, status and metrics.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }

@@ -1,0 +1,41 @@
+"""Health, readiness, metrics and the OpenAPI document (no credential needed).
+
+``/healthz`` answers 200 while the event loop runs and kopf has started and
+is not stopping; ``/readyz`` also needs Redis to answer a PING.
+"""
+
+from __future__ import annotations
+
+import redis
+from aiohttp import web
+
+from . import metrics as _metrics
+from .common import blocking, state_of
+from .openapi import document
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ok = state_of(request).kopf_ready()
+    return web.json_response({"status": "ok" if ok else "stopping", "kopf": ok}, status=200 if ok else 503)
+
+
+async def readyz(request: web.Request) -> web.Response:
+    state = state_of(request)
+    kopf_ok = state.kopf_ready()
+    try:
+        redis_ok = bool(await blocking(state.redis.ping))
+    except (redis.RedisError, OSError):
+        redis_ok = False
+    ok = kopf_ok and redis_ok
+    body = {"status": "ready" if ok else "not ready", "kopf": kopf_ok, "redis": redis_ok}
+    return web.json_response(body, status=200 if ok else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    state = state_of(request)
+    text = await blocking(_metrics.render, state, state.registry.entries())
+    return web.Response(text=text, headers={"Content-Type": _metrics.CONTENT_TYPE})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(document())

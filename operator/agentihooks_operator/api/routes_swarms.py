@@ -1,0 +1,152 @@
+"""Per-swarm reads and controls: status with handoff cards, pause/unpause, a seat's checkpoints, events.
+
+Reads are open to the operator and the swarm's registered masters; pause and
+unpause to the operator only. ``events?follow=true`` streams Server-Sent
+Events (one ``data:`` line of JSON per event) until the client disconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from agentihooks_checkpoint.catalog import newest_compatible
+from agentihooks_checkpoint.scope import StoreScope
+from aiohttp import web
+
+from .common import answer, blocking, operator_only, operator_or_master, state_of
+from .errors import bad_request, not_found
+from .registry import SwarmEntry
+from .schemas import PauseAnswer
+from .state import ApiState
+
+
+def _status(state: ApiState, entry: SwarmEntry) -> dict[str, Any]:
+    cards = entry.recovery.cards(entry.spec)
+    seats = []
+    for seat in entry.spec.seats:
+        current = state.current_of(entry, seat.name)
+        seats.append(
+            {
+                "seat": seat.name,
+                "execution_id": current.execution_id if current else None,
+                "generation": current.generation if current else None,
+                "task_id": seat.task.id,
+            }
+        )
+    return {
+        "swarm": entry.name,
+        "paused": entry.recovery.paused(),
+        "lease_held": state.lease_held(entry),
+        "compatibility_key": entry.spec.compatibility_key,
+        "seats": seats,
+        "handoffs": [c.model_dump(mode="json") for c in cards],
+    }
+
+
+async def status(request: web.Request) -> web.Response:
+    state = state_of(request)
+    entry = state.entry(request.match_info["swarm"])
+    operator_or_master(request, entry)
+    return answer(await blocking(_status, state, entry))
+
+
+async def _switch(request: web.Request, paused: bool) -> web.Response:
+    state = state_of(request)
+    entry = state.entry(request.match_info["swarm"])
+    operator_only(request)
+    await blocking(entry.recovery.pause if paused else entry.recovery.unpause)
+    return answer(PauseAnswer(swarm=entry.name, paused=await blocking(entry.recovery.paused)))
+
+
+async def pause(request: web.Request) -> web.Response:
+    return await _switch(request, True)
+
+
+async def unpause(request: web.Request) -> web.Response:
+    return await _switch(request, False)
+
+
+def _checkpoints(state: ApiState, entry: SwarmEntry, seat: str) -> dict[str, Any]:
+    spec_seat = next((s for s in entry.spec.seats if s.name == seat), None)
+    if spec_seat is None:
+        raise not_found(f"unknown seat: {seat}", "unknown_seat")
+    current = state.current_of(entry, seat)
+    generation = current.task_generation if current else 1
+    task_id = current.task_id if current else spec_seat.task.id
+    scope = StoreScope(swarm=entry.name, task_id=task_id, task_generation=generation)
+    listed = state.catalog.list_checkpoints(scope)
+    key = entry.spec.compatibility_key
+    best = newest_compatible(listed, key)
+    rows = [
+        {**s.model_dump(mode="json"), "compatible": s.complete and s.compatibility_key == key} for s in listed
+    ]
+    return {
+        "swarm": entry.name,
+        "seat": seat,
+        "task_id": task_id,
+        "task_generation": generation,
+        "compatibility_key": key,
+        "newest_compatible": best.checkpoint_id if best else None,
+        "checkpoints": rows,
+    }
+
+
+async def checkpoints(request: web.Request) -> web.Response:
+    state = state_of(request)
+    entry = state.entry(request.match_info["swarm"])
+    operator_or_master(request, entry)
+    return answer(await blocking(_checkpoints, state, entry, request.match_info["seat"]))
+
+
+def _int(value: str | None, default: int, name: str, lo: int, hi: int) -> int:
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except ValueError as e:
+        raise bad_request(f"{name} must be an integer") from e
+    if not lo <= n <= hi:
+        raise bad_request(f"{name} must be between {lo} and {hi}")
+    return n
+
+
+def _after(events: list[Any], last: str | None) -> list[Any]:
+    if last is None:
+        return events
+    ids = [e.id for e in events]
+    return events[ids.index(last) + 1 :] if last in ids else [e for e in events if _newer(e.id, last)]
+
+
+def _newer(a: str, b: str) -> bool:
+    def parts(s: str) -> tuple[int, int]:
+        x, _, y = s.partition("-")
+        return (int(x), int(y or 0)) if x.isdigit() and (y or "0").isdigit() else (0, 0)
+
+    return parts(a) > parts(b)
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    state = state_of(request)
+    entry = state.entry(request.match_info["swarm"])
+    operator_or_master(request, entry)
+    q = request.query
+    count = _int(q.get("count"), 100, "count", 1, 1000)
+    follow = q.get("follow", "false").lower() in ("1", "true", "yes")
+    got = await blocking(entry.recovery.events, count)
+    if not follow:
+        return answer({"swarm": entry.name, "events": [e.model_dump(mode="json") for e in got]})
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    last = None
+    batch = got
+    while True:
+        for event in _after(batch, last):
+            line = json.dumps(event.model_dump(mode="json"))
+            await resp.write(f"id: {event.id}\nevent: {event.type}\ndata: {line}\n\n".encode())
+            last = event.id
+        if last is None:
+            await resp.write(b": waiting\n\n")
+        await asyncio.sleep(state.events_poll_seconds)
+        batch = await blocking(entry.recovery.events, 1000)

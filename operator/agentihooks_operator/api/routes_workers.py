@@ -1,0 +1,49 @@
+"""What a worker reports: its restore outcome, and the heartbeats the fence reads.
+
+Only the execution's own live worker credential is accepted; a fenced
+attempt's credential is revoked by the fence, so it is refused at once (403).
+The recovery core's rules decide the rest (409 with its message).
+"""
+
+from __future__ import annotations
+
+from agentihooks_checkpoint.directive import RestoreOutcome
+from aiohttp import web
+
+from ..recovery import RecoveryRefused
+from .common import answer, blocking, body_model, worker_of
+from .errors import HttpProblem
+from .schemas import Accepted, SessionReport, WatermarkReport
+
+
+async def outcome(request: web.Request) -> web.Response:
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    body = await body_model(request, RestoreOutcome)
+    try:
+        stored = await blocking(entry.recovery.report_outcome, execution, body)
+    except RecoveryRefused as e:
+        raise HttpProblem(409, e.reason, e.message) from e
+    return answer(stored)
+
+
+async def session(request: web.Request) -> web.Response:
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    body = await body_model(request, SessionReport)
+    try:
+        await blocking(entry.recovery.report_session, execution, body.session_id)
+    except RecoveryRefused as e:
+        raise HttpProblem(409, e.reason, e.message) from e
+    return answer(Accepted())
+
+
+async def watermark(request: web.Request) -> web.Response:
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    body = await body_model(request, WatermarkReport)
+    try:
+        await blocking(entry.recovery.report_watermark, execution, body.watermark)
+    except RecoveryRefused as e:
+        raise HttpProblem(409, e.reason, e.message) from e
+    return answer(Accepted())

@@ -1,0 +1,80 @@
+"""What every route handler shares, and the read-only lookups they make in Redis.
+
+Lookups read the recovery core's records through its key names and record
+models; every write goes through :class:`~..recovery.Recovery`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+from agentihooks_checkpoint.catalog import CheckpointCatalog, EmptyCatalog
+from agentihooks_checkpoint.stores.base import CheckpointStore
+
+from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
+from .errors import not_found
+from .registry import SwarmEntry, SwarmRegistry
+
+
+def _true() -> bool:
+    return True
+
+
+@dataclass
+class ApiState:
+    registry: SwarmRegistry
+    redis: redis.Redis
+    operator_hash: str | None = None
+    #: Lists checkpoints for ``.../checkpoints`` (the controller's catalog).
+    catalog: CheckpointCatalog = field(default_factory=EmptyCatalog)
+    #: Backs the scoped checkpoint routes; ``None`` answers them with 503.
+    store: CheckpointStore | None = None
+    object_cap: int = 2 * 1024**3
+    events_poll_seconds: float = 1.0
+    #: Whether kopf has started and is not stopping.
+    kopf_ready: Callable[[], bool] = _true
+
+    def entry(self, swarm: str) -> SwarmEntry:
+        found = self.registry.get(swarm)
+        if found is None:
+            raise not_found(f"unknown swarm: {swarm}", "unknown_swarm")
+        return found
+
+    def find_execution(self, execution_id: str) -> tuple[SwarmEntry, AttemptRecord] | None:
+        """The swarm an execution belongs to and its attempt record (blocking)."""
+        for entry in self.registry.entries():
+            raw = self.redis.hget(entry.recovery.keys.executions, execution_id)
+            if raw:
+                return entry, AttemptRecord.model_validate_json(raw)
+        return None
+
+    def fence(self, entry: SwarmEntry, execution_id: str) -> FenceRecord | None:
+        raw = self.redis.hget(entry.recovery.keys.attempt_fences, execution_id)
+        return FenceRecord.model_validate_json(raw) if raw else None
+
+    def decision(self, entry: SwarmEntry, execution_id: str) -> DecisionRecord | None:
+        raw = self.redis.hget(entry.recovery.keys.attempt_recoveries, execution_id)
+        return DecisionRecord.model_validate_json(raw) if raw else None
+
+    def handoff_of(self, entry: SwarmEntry, seat: str) -> str | None:
+        """The seat's latest fenced attempt (the one a decision is about), if any."""
+        raw = self.redis.hget(entry.recovery.keys.seat_handoffs, seat)
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def current_of(self, entry: SwarmEntry, seat: str) -> AttemptRecord | None:
+        raw = self.redis.hget(entry.recovery.keys.seats, seat)
+        if not raw:
+            return None
+        eid = raw.decode() if isinstance(raw, bytes) else str(raw)
+        rec = self.redis.hget(entry.recovery.keys.executions, eid)
+        return AttemptRecord.model_validate_json(rec) if rec else None
+
+    def lease_held(self, entry: SwarmEntry) -> bool:
+        """This process holds the swarm's lease under the epoch its Recovery acquired."""
+        raw = self.redis.get(entry.recovery.keys.control_owner)
+        if not raw:
+            return False
+        owner = ControlOwner.model_validate_json(raw)
+        return owner.owner == entry.holder and owner.epoch == entry.recovery.epoch != 0
