@@ -94,6 +94,8 @@ class LiveCapture:
                 native_files=native,
                 native_session_id=session_id if native else None,
                 native_harness_version=self.native_version if native else None,
+                # a periodic capture copies files the running harness may be appending to
+                quiescence_method="partial_capture" if when == "periodic" else "stopped_process",
             )
             self.next_sequence += 1
             try:
