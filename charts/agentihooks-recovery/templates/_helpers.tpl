@@ -114,9 +114,6 @@ Included once, from the operator Deployment.
 {{- if and (eq .Values.redis.mode "external") (regexMatch "^rediss?://[^/@]*:[^/@]*@" .Values.redis.external.url) -}}
 {{- fail "redis.external.url must not carry a password: put it in the Secret named by redis.auth.existingSecret" -}}
 {{- end -}}
-{{- if eq (int .Values.operator.port) (int .Values.operator.healthPort) -}}
-{{- fail "operator.port and operator.healthPort must differ: the control API and kopf's liveness endpoint are two servers" -}}
-{{- end -}}
 {{- if and (eq .Values.checkpointStore.mode "bucket") (not .Values.checkpointStore.bucket.name) -}}
 {{- fail "checkpointStore.mode is bucket but checkpointStore.bucket.name is empty" -}}
 {{- end -}}

@@ -52,10 +52,11 @@ def test_images_install_the_projects_wheel(name: str) -> None:
     assert "!operator/**" in ignore and "!worker/**" in ignore
 
 
-def test_operator_image_starts_the_operator_and_exposes_both_ports() -> None:
+def test_operator_image_starts_the_operator_and_exposes_its_port() -> None:
     final = _stages("Dockerfile.operator")[-1]
     assert 'ENTRYPOINT ["agentihooks-operator"]' in final
-    assert "EXPOSE 8080 8081" in final
+    assert 'CMD ["--standalone"]' in final
+    assert "EXPOSE 8080" in final
 
 
 def test_worker_image_runs_the_boot_entrypoint_with_git_and_node() -> None:

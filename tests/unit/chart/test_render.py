@@ -60,7 +60,7 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     pod = one(docs, "Deployment")["spec"]["template"]["spec"]
     c = _operator(docs)
     assert c["command"] == ["agentihooks-operator"]
-    assert c["args"] == ["--standalone", "--liveness=http://0.0.0.0:8081/healthz"]
+    assert c["args"] == ["--standalone"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     sc = c["securityContext"]
@@ -69,12 +69,9 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert c["ports"] == [
-        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
-        {"name": "health", "containerPort": 8081, "protocol": "TCP"},
-    ]
+    assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
     env = env_of(c)
     assert env["AGENTIHOOKS_SWARM_KEY_PREFIX"]["value"] == "agentihooks"
     assert (

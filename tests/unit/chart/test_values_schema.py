@@ -55,7 +55,6 @@ def test_bad_values_are_rejected(helm: Helm, case: str, values: dict[str, Any], 
             "must not carry a password",
         ),
         ({"checkpointStore": {"mode": "bucket"}}, "checkpointStore.bucket.name is empty"),
-        ({"operator": {"port": 8081}}, "operator.port and operator.healthPort must differ"),
         (
             {"operator": {"replicas": 2}, "checkpointStore": {"mode": "root"}},
             "needs a ReadWriteMany claim",
