@@ -166,20 +166,21 @@ def local_bench(args: argparse.Namespace, tmp: Path) -> None:
           f"+ {args.small_count} of {args.small_size // 1024} KiB")  # fmt: skip
     stage = tmp / "stage"
     run_child("baseline", store.root, stage)  # warm the page cache
-    base = run_child("baseline", store.root, stage)
-    plain = run_child("verify", store.root, stage)
-    print(f"  baseline hashlib.sha256  {total / MIB / base['seconds']:6.0f} MiB/s")
-    report("verify, hash only", plain, base, "sha256", total)
-    # Staging writes every byte to disk; the first write pass also pays for cold page cache.
-    for attempt in ("first", "second"):
-        base_copy = run_child("baseline-copy", store.root, stage)
-        shutil.rmtree(stage, ignore_errors=True)
-        staged = run_child("verify-staged", store.root, stage)
-        shutil.rmtree(stage, ignore_errors=True)
-        print(
-            f"  [{attempt} pass] baseline sha256 + file copy {total / MIB / base_copy['seconds']:6.0f} MiB/s"
-        )
-        report("verify + staging", staged, base_copy, "sha256+copy", total)
+    # Alternate baseline and candidate runs and keep the best of each: the machine is shared.
+    runs: dict[str, list[dict[str, float]]] = {
+        m: [] for m in ("baseline", "verify", "baseline-copy", "verify-staged")
+    }
+    for _ in range(args.repeat):
+        for mode, results in runs.items():
+            results.append(run_child(mode, store.root, stage))
+            shutil.rmtree(stage, ignore_errors=True)
+    best = {m: min(rs, key=lambda r: r["seconds"]) for m, rs in runs.items()}
+    print(f"  best of {args.repeat} alternating runs each, every run in a fresh process")
+    print(f"  baseline hashlib.sha256        {total / MIB / best['baseline']['seconds']:6.0f} MiB/s")
+    print(f"  baseline sha256 + file copy    {total / MIB / best['baseline-copy']['seconds']:6.0f} MiB/s")
+    report("verify, hash only", best["verify"], best["baseline"], "sha256", total)
+    report("verify + staging", best["verify-staged"], best["baseline"], "sha256", total)
+    report("verify + staging", best["verify-staged"], best["baseline-copy"], "sha256+copy", total)
 
 
 def report(name: str, r: dict[str, float], b: dict[str, float], bname: str, total: int) -> None:
@@ -248,6 +249,7 @@ def main() -> None:
     )
     p.add_argument("--s3-size-mib", type=int, default=64, help="S3 checkpoint size (default 64)")
     p.add_argument("--s3-objects", type=int, default=32, help="S3 object count (default 32)")
+    p.add_argument("--repeat", type=int, default=3, help="alternating runs per mode, best kept (default 3)")
     p.add_argument("--skip-s3", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--root", help=argparse.SUPPRESS)
