@@ -30,7 +30,8 @@ def test_lint_strict(helm: Helm, name: str) -> None:
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("name", sorted(VALUE_SETS))
 def test_every_manifest_validates_strictly(helm: Helm, name: str, version: str) -> None:
-    docs = helm.render(VALUE_SETS[name])
+    # Render for that cluster version too (Capabilities.KubeVersion, the chart's kubeVersion gate).
+    docs = helm.render(VALUE_SETS[name], "--kube-version", version)
     assert docs
     for doc in docs:
         if doc["kind"] in FOREIGN_KINDS:
@@ -193,3 +194,22 @@ def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
     assert "/v1/executions/$EXECUTION/restore-decision" in notes
     assert "port-forward svc/rel-agentihooks-recovery" in notes
     assert "get secret agentihooks-operator-token" in notes
+
+
+def test_older_clusters_are_refused(helm: Helm) -> None:
+    res = helm.template(None, "--kube-version", "1.29.0")
+    assert res.returncode != 0
+    assert "kubeVersion" in res.stderr or "incompatible" in res.stderr
+
+
+def test_package_holds_the_crd_and_leaves_out_the_ci_value_sets(helm: Helm, tmp_path: Path) -> None:
+    import tarfile
+
+    res = helm.run("package", str(CHART), "--destination", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    [archive] = tmp_path.glob("agentihooks-recovery-*.tgz")
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert "agentihooks-recovery/crds/swarms.agentihooks.io.yaml" in names
+    assert "agentihooks-recovery/values.schema.json" in names
+    assert not [n for n in names if "/ci/" in n]
