@@ -30,6 +30,12 @@ def _known() -> set[str]:
     return {f"AGENTIHOOKS_{name.upper()}" for name in fields} | STORE_VARS | OTHER_VARS
 
 
+def _operator(helm: Helm, value_set: str) -> dict[str, Any]:
+    pod = one(helm.render(value_sets()[value_set]), "Deployment")["spec"]["template"]["spec"]
+    container: dict[str, Any] = pod["containers"][0]
+    return container
+
+
 def _literal_env(container: dict[str, Any], secrets: dict[str, str]) -> dict[str, str]:
     """The container environment as the kubelet would build it (Secret values from ``secrets``)."""
     out: dict[str, str] = {}
@@ -54,13 +60,7 @@ def test_every_rendered_setting_is_one_the_operator_reads(helm: Helm, name: str)
 
 @pytest.mark.parametrize("name", sorted(value_sets()))
 def test_rendered_settings_parse(helm: Helm, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    container = one(helm.render(value_sets()[name]), "Deployment")["spec"]["template"]["spec"]["containers"][
-        0
-    ]
-    env = _literal_env(
-        container,
-        secrets={n: "s3cr3t" for n in ("agentihooks-redis", "agentihooks-operator-token", "agentihooks-s3")},
-    )
+    env = _literal_env(_operator(helm, name), SECRETS)
     for key in [k for k in os.environ if k.startswith("AGENTIHOOKS_")]:
         monkeypatch.delenv(key)
     for key, value in env.items():
