@@ -105,20 +105,23 @@ class Validator:
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         try:
             key, hexdigest = store.read_pointer(scope, checkpoint_id)
-        except ObjectMissing as e:
+        except StoreError as e:  # absent, or the store cannot be reached: no record to trust
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
-        except (StoreError, ValueError) as e:
+        except ValueError as e:
             raise RecordRefused(Reason.CORRUPT_MANIFEST) from e
-        size = store.size_of(scope, key)
+        try:
+            size = store.size_of(scope, key)
+        except StoreError as e:
+            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         if size is None:
             raise RecordRefused(Reason.MANIFEST_ABSENT)
         if size > self.record_cap:
             raise RecordRefused(Reason.INVALID_RECORD, "record exceeds the size cap")
         try:
             data = store.read_bytes(scope, key, self.record_cap)
-        except ObjectMissing as e:
-            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         except StoreError as e:
+            raise RecordRefused(Reason.MANIFEST_ABSENT) from e
+        except ValueError as e:
             raise RecordRefused(Reason.INVALID_RECORD, "record exceeds the size cap") from e
         if hashlib.sha256(data).hexdigest() != hexdigest:
             raise RecordRefused(Reason.CORRUPT_MANIFEST)

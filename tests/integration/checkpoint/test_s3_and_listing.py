@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -151,3 +153,32 @@ def test_no_store_means_an_empty_listing() -> None:
 
     assert store_from_env({}) is None
     assert EmptyCatalog().list_checkpoints(SCOPE) == []
+
+
+def test_unreachable_s3_is_a_refusal_not_a_traceback(tmp_path: Path) -> None:
+    from botocore.config import Config
+
+    with socket_port() as port:
+        client = boto3.client(
+            "s3",
+            endpoint_url=f"http://127.0.0.1:{port}",
+            region_name="us-east-1",
+            config=Config(retries={"max_attempts": 1}, connect_timeout=2, read_timeout=2),
+        )
+        store = S3Store("nowhere", client)
+        v = Validator().verify(store, SCOPE, "ckpt-1", execution_id="exe-1", execution_generation=1)
+    assert str(v) == "manifest_absent"
+
+
+def socket_port() -> Any:
+    """A port nothing listens on (bound, never listening, while the test runs)."""
+    import contextlib
+    import socket
+
+    @contextlib.contextmanager
+    def cm() -> Iterator[int]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            yield s.getsockname()[1]
+
+    return cm()

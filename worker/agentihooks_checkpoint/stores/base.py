@@ -69,11 +69,11 @@ class CheckpointStore(ABC):
 
     # -- checkpoint logic --
     def read_bytes(self, scope: StoreScope, key: str, cap: int) -> bytes:
-        """The whole object if it is at most ``cap`` bytes; ``StoreError`` if larger."""
+        """The whole object if it is at most ``cap`` bytes; ``ValueError`` if larger."""
         with self.open_read(scope, key) as f:
             data = f.read(cap + 1)
         if len(data) > cap:
-            raise StoreError("object exceeds its size cap")
+            raise ValueError("object exceeds its size cap")
         return data
 
     def put_object(self, scope: StoreScope, path: Path) -> StoredObject:

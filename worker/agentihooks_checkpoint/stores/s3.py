@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import CheckpointExists, ObjectMissing, StoreError
 from ..scope import StoreScope
@@ -57,6 +57,8 @@ class S3Store(CheckpointStore):
             if _code(e) in _MISSING:
                 raise ObjectMissing("no such object") from e
             raise StoreError("object cannot be read") from e
+        except BotoCoreError as e:
+            raise StoreError("object cannot be read") from e
         try:
             yield cast(BinaryIO, body)
         finally:
@@ -71,17 +73,19 @@ class S3Store(CheckpointStore):
             if _code(e) in _MISSING:
                 return None
             raise StoreError("object cannot be inspected") from e
+        except BotoCoreError as e:
+            raise StoreError("object cannot be inspected") from e
 
     def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
         try:
             self.client.upload_file(str(path), self.bucket, self._key(scope, key))
-        except (ClientError, OSError) as e:
+        except (ClientError, BotoCoreError, OSError) as e:
             raise StoreError("object upload failed") from e
 
     def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._key(scope, key), Body=data)
-        except ClientError as e:
+        except (ClientError, BotoCoreError) as e:
             raise StoreError("object upload failed") from e
 
     def write_once(self, scope: StoreScope, key: str, data: bytes) -> None:
@@ -91,6 +95,8 @@ class S3Store(CheckpointStore):
         except ClientError as e:
             if _code(e) in {"PreconditionFailed", "412", "ConditionalRequestConflict"}:
                 raise CheckpointExists("this checkpoint is already committed") from e
+            raise StoreError("commit failed") from e
+        except BotoCoreError as e:
             raise StoreError("commit failed") from e
 
     def list_keys(self, scope: StoreScope, under: str) -> list[str]:
@@ -103,6 +109,6 @@ class S3Store(CheckpointStore):
             for page in pages:
                 for obj in page.get("Contents", []):
                     out.append(obj["Key"][len(base) :])
-        except ClientError as e:
+        except (ClientError, BotoCoreError) as e:
             raise StoreError("listing failed") from e
         return out
