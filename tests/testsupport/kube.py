@@ -43,7 +43,9 @@ def kubeconfig(url: str, path: Path) -> Path:
         "current-context": "kmock",
         "clusters": [{"name": "kmock", "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
         "users": [{"name": "kmock", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}],
+        "contexts": [
+            {"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}
+        ],
     }
     path.write_text(json.dumps(doc))  # JSON is YAML
     return path
@@ -99,11 +101,18 @@ class Cluster:
         return n
 
     # -- objects ---------------------------------------------------------------------------------
-    async def create_swarm(self, name: str, spec: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    async def create_swarm(
+        self, name: str, spec: dict[str, Any], namespace: str = "default"
+    ) -> dict[str, Any]:
         body = {
             "apiVersion": "agentihooks.io/v1alpha1",
             "kind": "Swarm",
-            "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()), "resourceVersion": "1"},
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": str(uuid.uuid4()),
+                "resourceVersion": "1",
+            },
             "spec": spec,
         }
         r = await self.http.post(SWARMS.format(ns=namespace), json=body)
@@ -130,7 +139,9 @@ class Cluster:
     async def pods(self, swarm: str | None = None, namespace: str = "default") -> list[dict[str, Any]]:
         pods = await self.items("pods", namespace)
         if swarm is not None:
-            pods = [p for p in pods if p["metadata"].get("labels", {}).get("swarm.agentihooks.io/swarm") == swarm]
+            pods = [
+                p for p in pods if p["metadata"].get("labels", {}).get("swarm.agentihooks.io/swarm") == swarm
+            ]
         return sorted(pods, key=lambda p: int(p["metadata"]["labels"]["swarm.agentihooks.io/generation"]))
 
     async def events(self, namespace: str = "default") -> list[dict[str, Any]]:
@@ -229,3 +240,49 @@ async def running_operator(
         await eventually(lambda: not thread.is_alive(), timeout=30, what="operator stopped")
         if errors:
             raise errors[0]
+
+
+OPERATOR_SCRIPT = Path(__file__).resolve().parents[1] / "integration" / "operator" / "operator_process.py"
+
+
+@contextlib.asynccontextmanager
+async def operator_process(
+    cluster: Cluster,
+    redis_url: str,
+    logdir: Path,
+    *,
+    operator_id: str,
+    kill_at: str | None = None,
+    kill_at_nth: int = 1,
+    lease_ms: int = 2000,
+) -> AsyncIterator[Any]:
+    """The operator in its own process (``python operator_process.py``); stopped with SIGTERM at exit."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "AGENTIHOOKS_REDIS_URL": redis_url,
+        "AGENTIHOOKS_OPERATOR_ID": operator_id,
+        "AGENTIHOOKS_NAMESPACES": "default",
+        "AGENTIHOOKS_SCAN_NAMESPACES": "false",
+        "AGENTIHOOKS_LEASE_MS": str(lease_ms),
+        "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
+        "KILL_AT": kill_at or "",
+        "KILL_AT_NTH": str(kill_at_nth),
+    }
+    log = (logdir / f"{operator_id}.log").open("ab")
+    proc = subprocess.Popen([sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                await asyncio.to_thread(proc.wait, 20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                await asyncio.to_thread(proc.wait, 10)
+        log.close()

@@ -189,6 +189,9 @@ async def recovery_loop(
             result = None
         except (redis.RedisError, ApiError, RecoveryError) as e:
             raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=config.retry_delay_seconds) from e
+        except Exception as e:  # a bug must not park the swarm for kopf's default minute
+            log.exception("recovery pass of %s/%s failed unexpectedly", namespace, name)
+            raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
         memo["results"][key] = result
         waiter = asyncio.ensure_future(trigger.wait())
         stopper = asyncio.ensure_future(stopped.wait())

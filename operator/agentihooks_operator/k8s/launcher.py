@@ -3,7 +3,9 @@
 Every create is idempotent by name: the execution id is fixed in Redis before
 ``launch`` is called, so a repeated create answers 409 and is read as
 ``exists``, never a second Pod. The Secret and ConfigMap are created before the
-Pod so a Pod never starts without its launch record. ``retire`` deletes the
+Pod so a Pod never starts without its launch record; a Secret left by a
+launch that crashed before its Pod is updated to the plan's credential (the
+core mints a new one when it resumes such a launch). ``retire`` deletes the
 fenced attempt's Pod and its credential Secret and launch ConfigMap; an
 absent object is already retired.
 """
@@ -88,7 +90,15 @@ class KubernetesLauncher:
         spec = self._spec()
         ex = execution_of(plan)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
-        self._create("secrets", build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex))
+        secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex)
+        if self._create("secrets", secret) == "exists":
+            # Left by a launch that crashed before its Pod: the core minted a new credential since.
+            self.kube.patch(
+                "secrets",
+                self.owner.namespace,
+                secret["metadata"]["name"],
+                {"stringData": secret["stringData"]},
+            )
         self._create("configmaps", build_launch_configmap(record, self.owner, ex))
         result = self._create("pods", build_pod_spec(spec, self.owner, ex))
         log.info(

@@ -24,13 +24,23 @@ async def kubelet(cluster: Cluster) -> AsyncIterator[Kubelet]:
     await k.close()
 
 
-def swarm_spec(seats: int = 1, *, automation: bool = True, grace: int = 120, interval: float = 0.5) -> dict[str, Any]:
+def swarm_spec(
+    seats: int = 1, *, automation: bool = True, grace: int = 120, interval: float = 0.5
+) -> dict[str, Any]:
     return {
         "image": "ghcr.io/agentihooks/worker:2.1.0",
         "harness": {"name": "claude", "command": ["claude", "-p", "work"]},
         "seats": [
-            {"name": f"eng-{i}", "project": "github.com/acme/app", "task": {"id": f"t-{i}", "text": f"task {i}"}}
+            {
+                "name": f"eng-{i}",
+                "project": "github.com/acme/app",
+                "task": {"id": f"t-{i}", "text": f"task {i}"},
+            }
             for i in range(1, seats + 1)
         ],
-        "recovery": {"automation": automation, "imagePullGraceSeconds": grace, "passIntervalSeconds": interval},
+        "recovery": {
+            "automation": automation,
+            "imagePullGraceSeconds": grace,
+            "passIntervalSeconds": interval,
+        },
     }

@@ -94,7 +94,9 @@ async def test_failure_is_fenced_and_replaced_once(
         assert launch.registration is not None and launch.registration.compatibility_key == "2.1.0"
         assert await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{eid(second)}-credential")
         await running_seat(cluster, kubelet, "example", generation=2)
-        await eventually(lambda: _status_is(cluster, running=1, awaitingDecision=0), what="replacement running")
+        await eventually(
+            lambda: _status_is(cluster, running=1, awaitingDecision=0), what="replacement running"
+        )
         assert "Replaced" in await event_reasons(cluster, "Swarm", "example")
 
     pods = await cluster.pods("example")

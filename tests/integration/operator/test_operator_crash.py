@@ -1,0 +1,87 @@
+"""The operator process SIGKILLed in the middle of a recovery, then replaced by another replica.
+
+Whatever step the kill interrupts, the next lease holder finishes the
+recovery with exactly one replacement Pod, one fence and one release of each
+kind: journalled steps that completed are never sent again, and the launch
+whose outcome is unknown is observed (GET the Pod) before anything is resent.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+import redis
+from agentihooks_operator.recovery.keys import SwarmKeys
+from testsupport import kubelet as kl
+from testsupport.kube import Cluster, eventually, operator_process
+from testsupport.kubelet import Kubelet
+
+from .conftest import swarm_spec
+from .flows import choose, eid, fence, fenced, launch_record, replacement, running_seat
+
+# (kill point, which occurrence): launch points fire once for generation 1 already.
+POINTS = [
+    ("after:fence", 1),
+    ("after:release_grant", 1),
+    ("before:retire", 1),
+    ("before:launch", 2),
+    ("after:launch", 2),
+]
+
+
+@pytest.mark.parametrize(("point", "nth"), POINTS, ids=[p for p, _ in POINTS])
+async def test_killed_mid_recovery_then_taken_over(
+    cluster: Cluster, kubelet: Kubelet, redis_url: str, tmp_path: Path, point: str, nth: int
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = SwarmKeys("agentihooks", "example")
+    await cluster.create_swarm("example", swarm_spec(interval=0.3))
+    async with operator_process(
+        cluster, redis_url, tmp_path, operator_id="op-a", kill_at=point, kill_at_nth=nth
+    ) as a:
+        first = await running_seat(cluster, kubelet, "example")
+        lost = eid(first)
+        await kubelet.set_status(first["metadata"]["name"], kl.oom_killed())
+        if nth == 2:  # the kill point is in the replacement's launch: choose fresh to get there
+            await fenced(redis_url, "example", lost)
+            assert choose(redis_url, "example", lost, "fresh")
+        await eventually(lambda: a.poll() is not None, timeout=30, what=f"operator killed at {point}")
+        assert a.returncode == -signal.SIGKILL
+    assert f"SIGKILL at {point}" in (tmp_path / "op-a.log").read_text()
+
+    async with operator_process(cluster, redis_url, tmp_path, operator_id="op-b"):
+        record = await fenced(redis_url, "example", lost)
+        if nth == 1:
+            await eventually(lambda: _awaiting(cluster), what="awaiting decision after takeover")
+            assert choose(redis_url, "example", lost, "fresh")
+        second = await replacement(cluster, "example", 2)
+        await running_seat(cluster, kubelet, "example", generation=2)
+        await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="replacement running")
+        launch = await launch_record(cluster, eid(second))
+        assert launch.authority.generation == 2
+
+    record = fence(redis_url, "example", lost)
+    assert record is not None and record.reason == "oom_killed"
+    assert record.released == ["grant", "account"]
+    assert client.hget(keys.account_slots, lost) == b"ended"
+    assert json.loads(client.hget(keys.launch_grants, lost))["state"] == "revoked"
+    assert await cluster.get(f"/api/v1/namespaces/default/pods/{first['metadata']['name']}") is None
+    pods = await cluster.pods("example")
+    assert [p["metadata"]["name"] for p in pods] == [second["metadata"]["name"]]
+    assert cluster.count("create", "pods", f"swarm-{eid(second)}") == 1
+    owner = json.loads(client.get(keys.control_owner))
+    assert owner["owner"] == "op-b" and owner["epoch"] == 2
+    client.close()
+
+
+async def _awaiting(cluster: Cluster) -> bool:
+    cards = ((await cluster.swarm("example")).get("status") or {}).get("handoffs") or []
+    return bool(cards) and cards[0]["binding"] == "awaiting decision"
+
+
+async def _status(cluster: Cluster, **expected: object) -> bool:
+    status = (await cluster.swarm("example")).get("status") or {}
+    return all(status.get(k) == v for k, v in expected.items())
