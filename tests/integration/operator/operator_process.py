@@ -15,15 +15,14 @@ from agentihooks_operator.main import run
 
 POINT = os.environ.get("KILL_AT", "")
 NTH = int(os.environ.get("KILL_AT_NTH", "1"))
-_seen = 0
+_seen = [0]
 
 
 def faults(point: str) -> None:
-    global _seen
     if point != POINT:
         return
-    _seen += 1
-    if _seen == NTH:
+    _seen[0] += 1
+    if _seen[0] == NTH:
         sys.stderr.write(f"operator_process: SIGKILL at {point} (#{NTH})\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
