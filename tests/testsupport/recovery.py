@@ -143,6 +143,17 @@ def observe(
     ]
 
 
-def dump_keys(client, pattern: str = "*") -> dict[bytes, bytes]:  # type: ignore[no-untyped-def]
-    """Every key's serialized value (DUMP), to show that nothing changed."""
-    return {k: client.dump(k) for k in sorted(client.keys(pattern))}
+def dump_keys(client, pattern: str = "*") -> dict[bytes, object]:  # type: ignore[no-untyped-def]
+    """Every key's type and content, to show that nothing changed (encoding-independent)."""
+    out: dict[bytes, object] = {}
+    for k in sorted(client.keys(pattern)):
+        kind = client.type(k)
+        if kind == b"string":
+            out[k] = client.get(k)
+        elif kind == b"hash":
+            out[k] = client.hgetall(k)
+        elif kind == b"stream":
+            out[k] = client.xrange(k)
+        else:
+            out[k] = (kind, client.dump(k))
+    return out

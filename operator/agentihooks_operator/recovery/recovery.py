@@ -18,11 +18,9 @@ from ..swarm import SwarmSpec
 from . import cards as _cards
 from . import choices, credentials, outcomes, seats, telemetry
 from .context import Ctx
-from .errors import InjectedFault, LeaseLost, RecoveryRefused
-from .fencing import Failure, recover
+from .errors import LeaseLost, RecoveryRefused
 from .keys import SwarmKeys
 from .launcher import FaultInjector, ReplacementLauncher, no_faults
-from .launching import launch_step
 from .lease import Lease
 from .models import (
     AttemptObservation,
@@ -33,7 +31,8 @@ from .models import (
     PassReport,
     RecoveryEvent,
 )
-from .reads import attempts, one, snapshot
+from .passes import run_pass
+from .reads import one
 from .records import StoredOutcome
 from .writer import Writer
 
@@ -117,53 +116,16 @@ class Recovery:
         try:
             if not self.acquire():
                 log.info(
-                    "recovery of swarm %s: lease held by another controller; pass skipped", spec_name(self)
+                    "recovery of swarm %s: lease held by another controller; pass skipped", self.keys.swarm
                 )
                 return report
             report.leader, report.epoch = True, self._w.epoch
-            self._pass(spec, observations, report)
+            run_pass(self._ctx, spec, observations, report)
         except LeaseLost:
             report.lease_lost = True
         finally:
             report.round_trips = self._w.round_trips - start
         return report
-
-    def _pass(self, spec: SwarmSpec, observations: Sequence[AttemptObservation], report: PassReport) -> None:
-        ctx = self._ctx
-        snap = snapshot(self._w)
-        report.paused = snap.paused
-        failures: dict[str, Failure] = {}
-        for o in observations:
-            if o.state not in ("failed", "gone") or snap.work.get(o.execution_id) == "launch":
-                continue
-            if snap.seats.get(o.seat) != o.execution_id:
-                continue  # not the seat's current attempt (an old, already fenced Pod)
-            reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
-            failures[o.execution_id] = Failure(
-                o.execution_id, o.seat, o.generation, reason, o.superseded_legacy
-            )
-        ids = list(dict.fromkeys([*failures, *snap.work]))
-        task_of = {s.name: s.task.id for s in spec.seats}
-        tasks = [task_of[f.seat] for f in failures.values() if f.seat in task_of]
-        found, rows = attempts(self._w, ids, tasks)
-        for eid in ids:
-            att = found[eid]
-            try:
-                if snap.work.get(eid) == "launch":
-                    if att.record is not None and launch_step(ctx, att.record, None) is not None:
-                        report.launches.append(eid)
-                    continue
-                failure = failures.get(eid)
-                seat = failure.seat if failure else (att.record.seat if att.record else "")
-                row = rows.get(task_of.get(seat, ""))
-                recover(ctx, spec, att, failure, paused=snap.paused, row=row, report=report)
-            except (InjectedFault, LeaseLost):
-                raise
-            except Exception:
-                log.exception(
-                    "recovery of swarm %s: step of %s failed; retried next pass", spec_name(self), eid
-                )
-        choices.apply_requests(ctx, spec, snap, report)
 
     # -- decisions ---------------------------------------------------------------------------
     def decide(
@@ -261,7 +223,3 @@ class Recovery:
     def events(self, count: int = 100) -> list[RecoveryEvent]:
         """The newest telemetry events, oldest first."""
         return telemetry.events(self._w, count)
-
-
-def spec_name(r: Recovery) -> str:
-    return r.keys.swarm
