@@ -50,6 +50,8 @@ def test_each_kind_restores_its_bytes(tmp_path: Path, kind: Kind) -> None:
     transcript = staged["transcript"].path.read_bytes()
     assert transcript == b.transcript.read_bytes()
     assert "\u2028".encode() in transcript and "\u2029".encode() in transcript
+    for obj in (store.root / SCOPE.prefix / "objects/sha256").iterdir():
+        assert obj.stat().st_mode & 0o777 == 0o600
     assert v.record.watermark == b.watermark
     assert v.record.compatibility_key == b.compatibility_key
     if kind == "context":

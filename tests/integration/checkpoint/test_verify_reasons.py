@@ -265,10 +265,11 @@ def test_identity_mismatch(store: LocalStore, built: BuiltCheckpoint) -> None:
     assert verify(store, built, checkpoint_id="ckpt-8") == "identity_mismatch"
 
 
-def test_legacy_record_validates_with_task_generation(store: LocalStore, tmp_path: Path) -> None:
+@pytest.mark.parametrize("minor", [0, 1])
+def test_legacy_record_validates_with_task_generation(store: LocalStore, tmp_path: Path, minor: int) -> None:
     transcript = put_bytes(store, b'{"a": 1}\n')
-    rec = {
-        "schema_version": "2.1",
+    rec: dict[str, Any] = {
+        "schema_version": f"2.{minor}",
         "operation_id": "op-1",
         "authority": {
             "execution_id": "exe-old",
@@ -288,10 +289,9 @@ def test_legacy_record_validates_with_task_generation(store: LocalStore, tmp_pat
         "transcript_durable_cursor": {"sequence": 9},
         "artifact_hashes": {"transcript": transcript},
         "exclusions": [],
-        "quiescence_method": "stopped_process",
-        "dependencies_manifest": {},
-        "restore_constraints": [],
     }
+    if minor == 1:
+        rec.update(quiescence_method="stopped_process", dependencies_manifest={}, restore_constraints=[])
     recommit(store, SCOPE, "ckpt-old", json.dumps(rec).encode())
     v = Validator()
     ok = v.verify(

@@ -75,9 +75,13 @@ class _Client:
         self.base = control_url.rstrip("/") + f"/v1/executions/{execution_id}"
         self.headers = {"Authorization": f"Bearer {token}"}
 
-    def request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    def request(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, **kw: Any
+    ) -> httpx.Response:
         try:
-            return self.http.request(method, self.base + path, headers=self.headers, **kw)
+            return self.http.request(
+                method, self.base + path, headers={**self.headers, **(headers or {})}, **kw
+            )
         except httpx.HTTPError as e:
             raise StoreError(f"the controller cannot be reached ({type(e).__name__})") from e
 

@@ -73,6 +73,7 @@ def _stage(req: CaptureRequest, work: Path) -> tuple[dict[str, Path], list[str],
     exclusions = list(req.exclusions)
     transcript = work / "transcript.jsonl"
     try:
+        transcript.touch(mode=0o600)
         shutil.copyfile(req.transcript, transcript)  # bytes unchanged
     except OSError as e:
         raise CaptureError("the transcript cannot be read") from e
@@ -130,6 +131,8 @@ def capture(
     work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
     try:
         files, exclusions, base, head, branch = _stage(req, work)
+        for path in files.values():
+            path.chmod(0o600)  # conversation content stays private even in the work folder
         entries: list[ArtifactEntry] = []
         for role, path in files.items():
             try:
