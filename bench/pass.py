@@ -174,6 +174,7 @@ def run_size(n: int, repeat: int) -> None:
         client = redis.Redis(connection_pool=pool)
         catalog, launcher = Catalog(), Launcher()
         r = Recovery(client, f"bench-{n}", holder="bench", catalog=catalog, launcher=launcher)
+        r.load_scripts()
         spec = spec_of(n)
         t = time.perf_counter()
         plans = r.ensure_seats(spec)

@@ -77,6 +77,10 @@ class Recovery:
         """Give the lease up on a clean shutdown."""
         return self._lease.release()
 
+    def load_scripts(self) -> None:
+        """Load all Lua scripts now (one round trip); optional, they also load on first use."""
+        self._w.preload([self._lease._acquire, self._lease._release])
+
     @property
     def epoch(self) -> int:
         """The epoch this controller holds (0 before the first successful :meth:`acquire`)."""
