@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from agentihooks_checkpoint.directive import Continuity, RestoreDirective
+from agentihooks_checkpoint.directive import Continuity, RestoreDirective, parse_directive
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
@@ -18,6 +18,16 @@ def _list(v: Any) -> Any:
     # Lua's cjson writes an empty array as ``{}``; read it back as a list.
     return [] if v == {} else v
 
+
+def _directive(v: Any) -> Any:
+    # A stored directive whose fields disagree is refused as malformed on read, as everywhere.
+    if v is None or isinstance(v, RestoreDirective):
+        return v
+    return parse_directive(v)
+
+
+#: A directive read from a record, validated with the shared contract's rules.
+StoredDirective = Annotated[RestoreDirective | None, BeforeValidator(_directive)]
 
 StepName = Literal[
     "fence", "hold", "release_grant", "release_account", "retire", "decide", "launch", "outcome"
@@ -64,7 +74,7 @@ class AttemptRecord(_Record):
     state: Literal["admitted", "fenced"] = "admitted"
     compatibility_key: str
     task_text: str
-    directive: RestoreDirective | None = None
+    directive: StoredDirective = None
     restore_from: RestoreSource | None = None
     admitted_at_ms: int
     epoch: int
@@ -98,7 +108,7 @@ class DecisionRecord(_Record):
     mode: DecisionMode
     checkpoint: str | None = None
     replacement: str | None = None
-    directive: RestoreDirective | None = None
+    directive: StoredDirective = None
     decided_by: str | None = None
     decided_at_ms: int | None = None
     controller_epoch: int | None = None

@@ -192,3 +192,20 @@ def test_event_stream_is_bounded(make, client, spec) -> None:  # type: ignore[no
     finally:
         writer.EVENTS_MAXLEN = old
     assert client.xlen(r.keys.recovery_events) < 300
+
+
+def test_gone_pod_is_fenced_as_node_lost_and_succeeded_is_left_alone(make, client) -> None:  # type: ignore[no-untyped-def]
+    from agentihooks_operator.recovery import AttemptObservation
+
+    spec = swarm_spec(2, tag="v1")
+    r = make()
+    plans = {p.seat: p.execution_id for p in r.ensure_seats(spec)}
+    r.pause()
+    obs = [
+        AttemptObservation(execution_id=plans["eng-1"], seat="eng-1", generation=1, state="gone"),
+        AttemptObservation(execution_id=plans["eng-2"], seat="eng-2", generation=1, state="succeeded"),
+    ]
+    report = r.reconcile(spec, obs)
+    assert report.fenced == [plans["eng-1"]]
+    assert fence_of(client, r, plans["eng-1"]).reason == "node_lost"
+    assert client.hget(r.keys.attempt_fences, plans["eng-2"]) is None

@@ -158,3 +158,16 @@ def test_card_says_continue_from_context_without_a_session(make, spec, checkpoin
     (card,) = r.cards(spec)
     assert card.resume_label == "Continue from context"
     assert card.reason.startswith("node_lost; continue from context from ")
+
+
+def test_a_stored_directive_whose_fields_disagree_is_refused_as_malformed(
+    make, client, spec, checkpoint
+) -> None:  # type: ignore[no-untyped-def]
+    from agentihooks_checkpoint.errors import MalformedDirective
+
+    r, _, new, built = resumed(make, spec, checkpoint)
+    record = json.loads(client.hget(r.keys.executions, new))
+    record["directive"]["recovery"] = "fresh"  # a fresh directive that still names a checkpoint
+    client.hset(r.keys.executions, new, json.dumps(record))
+    with pytest.raises(MalformedDirective, match="malformed restore directive"):
+        r.report_outcome(new, native(new, built))
