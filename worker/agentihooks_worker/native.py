@@ -6,7 +6,8 @@ relative to the harness home itself are accepted too. Each member goes where
 the adapter says (Claude Code's project folder is re-keyed to the new
 worktree), bytes unchanged, files 0600. Members the adapter never restores
 (Codex's SQLite state, anything outside the session folders) are skipped.
-Data is copied out of the staged archive with ``copy_file_range``.
+Data is copied out of the staged archive with ``copy_file_range``; the same
+copier extracts the untracked-files archive into the worktree.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ def harness_relative(harness: Harness, member: PurePosixPath) -> PurePosixPath:
 
 def restore_native(archive: Path, harness: Harness, harness_home: Path, cwd: Path) -> list[Path]:
     """Extract the session files of ``archive`` into ``harness_home``; return the files written."""
-    written: list[Path] = []
     with tarfile.open(archive, "r:") as tar:
         members = tar.getmembers()
         check_members(members)
@@ -43,9 +43,24 @@ def restore_native(archive: Path, harness: Harness, harness_home: Path, cwd: Pat
                 plan.append((m, target))
     if not plan:
         raise ArchiveRefused("the native archive holds no session file this harness restores")
+    return copy_members(archive, plan, harness_home)
+
+
+def extract_files(archive: Path, dest: Path) -> list[Path]:
+    """Extract every regular file of a checked archive under ``dest`` at its own name."""
+    with tarfile.open(archive, "r:") as tar:
+        members = tar.getmembers()
+        check_members(members)
+    plan = [(m, safe_member_name(m.name)) for m in members if m.isreg()]
+    return copy_members(archive, plan, dest)
+
+
+def copy_members(archive: Path, plan: list[tuple[tarfile.TarInfo, PurePosixPath]], root: Path) -> list[Path]:
+    """Copy each planned member's bytes to ``root/<target>`` (0600, never through a symlink)."""
+    written: list[Path] = []
     with archive.open("rb") as src:
         for m, target in plan:
-            dest = _make_parents(harness_home, target)
+            dest = _make_parents(root, target)
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             try:
                 _copy_range(src.fileno(), fd, m.offset_data, m.size)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from agentihooks_checkpoint.reasons import SOURCE_PREFIX
 from agentihooks_checkpoint.verdict import StagedCheckpoint
 
 from .errors import Refused
+from .native import extract_files
 
 RESTORE_REF = "refs/agentihooks/restore"
 
@@ -150,6 +152,6 @@ def apply_source(
     untracked = staged.get(Role.UNTRACKED.value)
     if untracked is not None:
         try:
-            untracked.extract_to(worktree)
-        except ArchiveRefused as e:
+            extract_files(untracked.path, worktree)
+        except (ArchiveRefused, tarfile.TarError, OSError) as e:
             raise SourceRefused("the untracked files could not be written") from e
