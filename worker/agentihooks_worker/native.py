@@ -58,6 +58,7 @@ def extract_files(archive: Path, dest: Path) -> list[Path]:
 def copy_members(archive: Path, plan: list[tuple[tarfile.TarInfo, PurePosixPath]], root: Path) -> list[Path]:
     """Copy each planned member's bytes to ``root/<target>`` (0600, never through a symlink)."""
     written: list[Path] = []
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     with archive.open("rb") as src:
         for m, target in plan:
             dest = _make_parents(root, target)
