@@ -183,9 +183,13 @@ def cli_args(tmp_path: Path) -> list[str]:
 
 
 def test_capture_command(tmp_path: Path) -> None:
-    out = subprocess.run(
-        cli_args(tmp_path), env=cli_env(str(tmp_path / "store")), capture_output=True, text=True
-    )
+    args = cli_args(tmp_path)
+    rel = ".codex/sessions/2026/11/30/rollout-2026-11-30T08-00-00-0a1b2c3d-0000-4000-8000-000000000001.jsonl"
+    (tmp_path / "home" / rel).parent.mkdir(parents=True)
+    (tmp_path / "home" / rel).write_bytes(b'{"type":"session_meta"}\n')
+    args += ["--home", str(tmp_path / "home"), "--native-file", rel, "--harness-version", "0.162.0"]
+    args += ["--session-id", "0a1b2c3d-0000-4000-8000-000000000001"]
+    out = subprocess.run(args, env=cli_env(str(tmp_path / "store")), capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["checkpoint_id"] == "ckpt-cli" and len(result["manifest_sha256"]) == 64
@@ -196,6 +200,7 @@ def test_capture_command(tmp_path: Path) -> None:
         2,
         "worker:9",
     )
+    assert summary.native and summary.native_session_id == "0a1b2c3d-0000-4000-8000-000000000001"
     assert Validator().verify(store, SCOPE, "ckpt-cli", execution_id="exe-cli", execution_generation=2).ok
 
 
@@ -250,3 +255,12 @@ def test_killed_right_after_commit_is_committed_once(tmp_path: Path) -> None:
     with pytest.raises(CaptureError):
         capture(store, req)
     assert len(store.list_checkpoints(SCOPE)) == 1
+
+
+def test_capture_command_names_bad_arguments(tmp_path: Path) -> None:
+    args = cli_args(tmp_path)
+    args[args.index("--harness") + 1] = "gemini"
+    out = subprocess.run(args, env=cli_env(str(tmp_path / "store")), capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "harness" in out.stderr
+    assert not (tmp_path / "store").exists()

@@ -140,11 +140,13 @@ def test_hostile_archive_with_a_matching_hash_is_corrupt_object(
     assert verify(store, built) == "corrupt_object"
 
 
-def test_size_that_lies_never_reads_past_it(store: LocalStore, built: BuiltCheckpoint) -> None:
-    def shrink(r: dict[str, Any]) -> None:
-        r["artifacts"][0]["size"] = 1
+@pytest.mark.parametrize("size", [0, 1, "bigger"])
+def test_sizes_that_lie_are_corrupt_objects(store: LocalStore, built: BuiltCheckpoint, size: Any) -> None:
+    def lie(r: dict[str, Any]) -> None:
+        e = r["artifacts"][0]
+        e["size"] = e["size"] + 1 if size == "bigger" else size
 
-    edit_record(store, SCOPE, "ckpt-7", shrink)
+    edit_record(store, SCOPE, "ckpt-7", lie)
     assert verify(store, built) == "corrupt_object"
 
 

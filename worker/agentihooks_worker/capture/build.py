@@ -126,6 +126,7 @@ def capture(
     ``verified``, ``manifest_written``, ``committed``); tests kill the process there.
     """
     step = on_step or (lambda _s: None)
+    started = _now()
     if store.is_committed(req.scope, req.checkpoint_id):
         raise CaptureError("this checkpoint is already committed")
     work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
@@ -148,7 +149,7 @@ def capture(
         if reason is not None:
             raise CaptureError(f"the uploaded objects did not verify: {reason.value}")
         step("verified")
-        record = _record(req, entries, exclusions, base, head, branch)
+        record = _record(req, entries, exclusions, (base, head, branch), started)
         data = encode_record(record)
         try:
             store.write_manifest(req.scope, req.checkpoint_id, data)
@@ -162,14 +163,14 @@ def capture(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _record(  # noqa: PLR0917
+def _record(
     req: CaptureRequest,
     entries: list[ArtifactEntry],
     exclusions: list[str],
-    base: str,
-    head: str,
-    branch: str,
+    source: tuple[str, str, str],
+    started: str,
 ) -> CheckpointRecord:
+    base, head, branch = source
     native = any(e.role == Role.NATIVE_SESSION for e in entries)
     offset = req.transcript_byte_offset
     if offset is None:
@@ -192,7 +193,7 @@ def _record(  # noqa: PLR0917
         "checkpoint_id": req.checkpoint_id,
         "checkpoint_sequence": req.checkpoint_sequence,
         "status": "complete",
-        "created_at": now,
+        "created_at": started,
         "committed_at": now,
         "native_resume_capability": "qualified" if native else "unsupported",
         "base_commit": base,
