@@ -1,0 +1,18 @@
+"""Errors of the ledger page, turned into HTTP answers by the control API's error middleware."""
+
+from __future__ import annotations
+
+from ..api.errors import HttpProblem
+
+
+def unknown_asset(name: str) -> HttpProblem:
+    """A static file the page does not ship (only a fixed list is ever served)."""
+    return HttpProblem(404, "unknown_asset", f"no such ledger asset: {name}")
+
+
+def bad_swarm_name(name: str) -> HttpProblem:
+    return HttpProblem(
+        400,
+        "invalid_swarm",
+        f"not a swarm name: {name!r} (letters, digits and . _ @ - only, at most 128 characters)",
+    )

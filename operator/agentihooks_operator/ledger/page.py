@@ -1,0 +1,45 @@
+"""The page's HTML shell, rendered on the server from ``templates/ledger.html``.
+
+Every value put into the template is HTML-escaped here; the shell holds no
+data beyond the swarm name (checked against the swarm-name pattern first) and
+the poll interval. Rows and cards are filled in by ``static/ledger.js`` with
+``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import cache
+from importlib import resources
+from string import Template
+
+from .errors import bad_swarm_name, unknown_asset
+
+SWARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+#: The only files served under ``/ledger/static/``: name → content type.
+ASSETS = {
+    "ledger.js": "text/javascript; charset=utf-8",
+    "ledger.css": "text/css; charset=utf-8",
+}
+
+
+@cache
+def _template() -> Template:
+    text = resources.files(__package__).joinpath("templates", "ledger.html").read_text("utf-8")
+    return Template(text)
+
+
+@cache
+def asset(name: str) -> tuple[bytes, str]:
+    """The bytes and content type of a shipped asset; any other name is a 404."""
+    if name not in ASSETS:
+        raise unknown_asset(name)
+    return resources.files(__package__).joinpath("static", name).read_bytes(), ASSETS[name]
+
+
+def render_page(swarm: str, poll_ms: int) -> str:
+    """The shell for ``swarm``; a name that cannot be a swarm is refused before it is echoed."""
+    if not SWARM_NAME.fullmatch(swarm):
+        raise bad_swarm_name(swarm[:200])
+    return _template().substitute(swarm=html.escape(swarm, quote=True), poll_ms=int(poll_ms))

@@ -1,0 +1,367 @@
+// The ledger page: reads GET /v1/swarms/{swarm}/ledger with the signed-in token and renders
+// task rows and handoff cards with textContent only (never HTML from data). The token lives in
+// this tab's sessionStorage, goes only into the Authorization header and is never logged.
+'use strict';
+
+(function () {
+  const TOKEN_KEY = 'agentihooks.ledger.token';
+  const body = document.body;
+  const swarm = body.dataset.swarm;
+  const pollMs = Math.max(200, Number(body.dataset.pollMs) || 2000);
+  const $ = (id) => document.getElementById(id);
+
+  let token = null;
+  let caller = null;
+  let timer = null;
+  let seq = 0;
+  const refusals = new Map(); // execution id -> {reason, message}
+  const busy = new Set(); // execution ids with a decision in flight
+  const signatures = new Map(); // execution id -> last rendered state
+
+  try {
+    token = window.sessionStorage.getItem(TOKEN_KEY);
+  } catch (e) {
+    token = null;
+  }
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function show(id, visible) {
+    $(id).hidden = !visible;
+  }
+
+  function announce(text) {
+    $('announce').textContent = text;
+  }
+
+  async function api(method, path, payload) {
+    const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+    const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
+    if (payload !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(payload);
+    }
+    let resp;
+    try {
+      resp = await fetch(path, init);
+    } catch (e) {
+      return { ok: false, status: 0, error: 'unreachable', message: 'the control API cannot be reached' };
+    }
+    let data = null;
+    try {
+      data = await resp.json();
+    } catch (e) {
+      data = null;
+    }
+    if (resp.ok) return { ok: true, status: resp.status, data };
+    const error = (data && data.error) || 'http_' + resp.status;
+    const message = (data && data.message) || error;
+    return { ok: false, status: resp.status, error, message };
+  }
+
+  function problemText(r) {
+    return r.message === r.error ? r.error : r.message;
+  }
+
+  // ---- sign in / out ----------------------------------------------------------------------
+  function signedIn(on) {
+    show('signin-section', !on);
+    show('signout', on);
+    for (const id of ['automation', 'tasks', 'handoffs']) show(id, on);
+    if (!on) {
+      $('whoami').textContent = 'Not signed in';
+      show('problem', false);
+      $('ledger-rows').replaceChildren();
+      $('cards').replaceChildren();
+      signatures.clear();
+      refusals.clear();
+    }
+  }
+
+  $('signin').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = $('token');
+    const value = input.value.trim();
+    input.value = '';
+    if (!value) return;
+    token = value;
+    try {
+      window.sessionStorage.setItem(TOKEN_KEY, token);
+    } catch (e) {
+      // Private modes may refuse storage; the token then lives in memory only.
+    }
+    signedIn(true);
+    refresh();
+  });
+
+  $('signout').addEventListener('click', () => {
+    token = null;
+    caller = null;
+    clearTimeout(timer);
+    seq += 1;
+    try {
+      window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) {
+      // nothing stored
+    }
+    signedIn(false);
+    $('token').focus();
+  });
+
+  // ---- polling ----------------------------------------------------------------------------
+  async function refresh() {
+    clearTimeout(timer);
+    if (!token) return;
+    const mine = ++seq;
+    const r = await api('GET', '/v1/swarms/' + encodeURIComponent(swarm) + '/ledger');
+    if (mine !== seq || !token) return;
+    if (r.ok) {
+      show('problem', false);
+      render(r.data);
+    } else {
+      $('problem').textContent = 'Cannot read this swarm: ' + problemText(r);
+      $('problem').dataset.reason = r.error;
+      show('problem', true);
+    }
+    timer = setTimeout(refresh, pollMs);
+  }
+
+  // ---- rendering --------------------------------------------------------------------------
+  function render(data) {
+    caller = data.caller;
+    $('whoami').textContent =
+      caller.kind === 'operator' ? 'Signed in as the operator' : 'Signed in as master ' + caller.agent;
+    renderPause(data);
+    renderRows(data.rows);
+    renderCards(data.cards);
+    $('updated').textContent = 'Updated ' + new Date().toLocaleTimeString();
+  }
+
+  function renderPause(data) {
+    const state = $('pause-state');
+    state.textContent = data.paused ? 'paused' : 'not paused';
+    state.dataset.paused = String(data.paused);
+    const sw = $('pause-switch');
+    const operator = caller.kind === 'operator';
+    sw.hidden = !operator;
+    sw.textContent = data.paused ? 'Unpause recovery' : 'Pause recovery';
+    sw.dataset.paused = String(data.paused);
+    let note = data.paused
+      ? 'Every failure waits for an explicit decision; nothing is replaced on its own.'
+      : 'Failures with a usable native checkpoint are resumed without asking.';
+    if (!data.automation) note = 'Restore automation is off for this swarm: every failure waits for a decision.';
+    if (!operator) note += ' Only the operator can change the switch.';
+    $('pause-note').textContent = note;
+  }
+
+  $('pause-switch').addEventListener('click', async () => {
+    const sw = $('pause-switch');
+    const pausing = sw.dataset.paused !== 'true';
+    sw.disabled = true;
+    const r = await api('POST', '/v1/swarms/' + encodeURIComponent(swarm) + (pausing ? '/pause' : '/unpause'));
+    sw.disabled = false;
+    const problem = $('pause-problem');
+    if (r.ok) {
+      problem.hidden = true;
+      announce(r.data.paused ? 'Recovery paused' : 'Recovery unpaused');
+    } else {
+      problem.textContent = 'Refused: ' + problemText(r);
+      problem.dataset.reason = r.error;
+      problem.hidden = false;
+    }
+    await refresh();
+    sw.focus();
+  });
+
+  function renderRows(rows) {
+    const tbody = $('ledger-rows');
+    const out = [];
+    for (const row of rows) {
+      const tr = el('tr');
+      tr.dataset.seat = row.seat;
+      tr.dataset.task = row.task_id;
+      tr.append(el('td', 'task-text', row.text));
+      tr.append(el('td', 'seat', row.seat));
+      tr.append(el('td', 'generation', row.generation === null ? '—' : row.generation));
+      const awaiting = el('td', 'awaiting');
+      if (row.recovery_pending) {
+        awaiting.append(el('span', 'badge pending', 'RECOVERY PENDING'));
+      } else {
+        awaiting.textContent = row.awaiting === null ? '—' : row.awaiting;
+      }
+      tr.append(awaiting);
+      out.push(tr);
+    }
+    tbody.replaceChildren(...out);
+  }
+
+  function stateOf(card) {
+    if (card.awaiting_decision) return 'awaiting';
+    return card.continuity === 'pending' ? 'pending' : 'recovered';
+  }
+
+  const STATE_TEXT = {
+    awaiting: 'Awaiting decision',
+    pending: 'Replacement pending',
+    recovered: 'Recovered',
+  };
+
+  function item(dl, term, value, cls) {
+    dl.append(el('dt', null, term));
+    dl.append(el('dd', cls, value));
+  }
+
+  function continuityText(card) {
+    const o = card.outcome;
+    if (!o) return card.continuity;
+    let text = o.recovery;
+    if (o.checkpoint_id) text += ' from ' + o.checkpoint_id;
+    if (o.watermark !== null && o.watermark !== undefined) text += ' at record ' + o.watermark;
+    return text + ' (' + o.status + ')';
+  }
+
+  function buildCard(card) {
+    const eid = card.execution_id;
+    const state = stateOf(card);
+    const node = el('article', 'card ' + state);
+    node.setAttribute('role', 'listitem');
+    node.dataset.execution = eid;
+    node.dataset.seat = card.seat;
+    node.dataset.state = state;
+    const titleId = 'card-' + eid;
+    node.setAttribute('aria-labelledby', titleId);
+    const title = el('h3', null, 'Seat ' + card.seat);
+    title.id = titleId;
+    title.tabIndex = -1;
+    node.append(title);
+    node.append(el('p', 'state-badge ' + state, STATE_TEXT[state]));
+
+    const dl = el('dl');
+    item(dl, 'Failure', card.reason, 'reason');
+    item(dl, 'Fenced attempt', eid, 'execution');
+    item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
+    if (card.successor) item(dl, 'Replacement', card.successor, 'successor');
+    item(dl, 'Continuity', continuityText(card), 'continuity');
+    node.append(dl);
+
+    if (state === 'awaiting') {
+      const controls = el('div', 'controls');
+      controls.setAttribute('role', 'group');
+      controls.setAttribute('aria-label', 'Decision for seat ' + card.seat);
+      const inFlight = busy.has(eid);
+      if (card.resume_available && card.resume_label) {
+        controls.append(control(card, 'resume', card.resume_label, inFlight));
+      }
+      controls.append(control(card, 'fresh', 'Start fresh', inFlight));
+      node.append(controls);
+      if (!card.resume_available) {
+        node.append(el('p', 'hint', 'No complete compatible checkpoint: only a fresh start is offered.'));
+      }
+    }
+    const refusal = refusals.get(eid);
+    if (refusal) {
+      const p = el('p', 'refusal', 'Refused: ' + refusal.message);
+      p.setAttribute('role', 'alert');
+      p.dataset.reason = refusal.reason;
+      node.append(p);
+    }
+    return node;
+  }
+
+  function control(card, choice, label, inFlight) {
+    const button = el('button', 'decide ' + choice, label);
+    button.type = 'button';
+    button.dataset.action = choice;
+    button.setAttribute('aria-label', label + ' for seat ' + card.seat);
+    button.disabled = inFlight;
+    button.addEventListener('click', () => decide(card, choice));
+    return button;
+  }
+
+  function renderCards(cards) {
+    const box = $('cards');
+    show('no-handoffs', cards.length === 0);
+    const keep = new Set();
+    let index = 0;
+    for (const card of cards) {
+      const eid = card.execution_id;
+      keep.add(eid);
+      const sig = JSON.stringify([card, refusals.get(eid) || null, busy.has(eid), caller.kind]);
+      let node = box.querySelector('article[data-execution="' + CSS.escape(eid) + '"]');
+      if (!node || signatures.get(eid) !== sig) {
+        const fresh = buildCard(card);
+        const focused = node && node.contains(document.activeElement) ? document.activeElement : null;
+        if (node) node.replaceWith(fresh);
+        else box.insertBefore(fresh, box.children[index] || null);
+        if (focused) {
+          const again = focused.dataset.action
+            ? fresh.querySelector('button[data-action="' + focused.dataset.action + '"]:not([disabled])')
+            : null;
+          (again || fresh.querySelector('h3')).focus();
+        }
+        node = fresh;
+        signatures.set(eid, sig);
+      }
+      if (box.children[index] !== node) box.insertBefore(node, box.children[index] || null);
+      index += 1;
+    }
+    for (const node of Array.from(box.children)) {
+      if (!keep.has(node.dataset.execution)) {
+        signatures.delete(node.dataset.execution);
+        node.remove();
+      }
+    }
+  }
+
+  // ---- decisions --------------------------------------------------------------------------
+  async function decide(card, choice) {
+    const eid = card.execution_id;
+    if (busy.has(eid) || !caller) return;
+    busy.add(eid);
+    const focusedTitle = 'card-' + eid;
+    renderBusy(eid, true);
+    const agent = caller.kind === 'operator' ? 'operator' : caller.agent;
+    const r = await api('POST', '/v1/executions/' + encodeURIComponent(eid) + '/restore-decision', {
+      choice,
+      agent,
+    });
+    busy.delete(eid);
+    if (r.ok) {
+      refusals.delete(eid);
+      announce(
+        r.data.status === 'recorded'
+          ? 'Recorded for seat ' + card.seat + '; the controller applies it on its next pass'
+          : 'Decision accepted for seat ' + card.seat + ': ' + r.data.decision,
+      );
+    } else {
+      refusals.set(eid, { reason: r.error, message: problemText(r) });
+      announce('Refused for seat ' + card.seat + ': ' + problemText(r));
+    }
+    signatures.delete(eid);
+    await refresh();
+    if (document.activeElement === document.body || !document.activeElement) {
+      const title = document.getElementById(focusedTitle);
+      if (title) title.focus();
+    }
+  }
+
+  function renderBusy(eid, on) {
+    const node = $('cards').querySelector('article[data-execution="' + CSS.escape(eid) + '"]');
+    if (!node) return;
+    node.setAttribute('aria-busy', String(on));
+    for (const b of node.querySelectorAll('button.decide')) b.disabled = on;
+  }
+
+  // ---- start ------------------------------------------------------------------------------
+  if (token) {
+    signedIn(true);
+    refresh();
+  } else {
+    signedIn(false);
+  }
+})();
