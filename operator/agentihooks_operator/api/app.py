@@ -55,4 +55,7 @@ def create_app(state: ApiState) -> web.Application:
     app[STATE] = state
     for route in ROUTES:
         app.router.add_route(route.method, route.path, route.handler)
+    from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one
+
+    setup_ledger(app)
     return app
