@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine (idempotent).
-# apt: redis-server and git. pip: this project with its test extras.
+# apt: redis-server, git and chromium. pip: this project with its test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the ledger page's browser tests (Playwright drives it)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -qq
