@@ -67,11 +67,28 @@ def _named(store: CheckpointStore, scope: StoreScope, checkpoint_id: str | None)
     return Named(checkpoint_id, key, digests)
 
 
+def uploads_key(request: web.Request, scope: StoreScope, execution_id: str) -> str:
+    """The Redis set of object digests this execution uploaded (it may read them back to verify)."""
+    prefix = state_of(request).registry_prefix(scope.swarm)
+    return f"{prefix}:swarm:{{{scope.swarm}}}:api-uploads:{execution_id}"
+
+
+async def _may_read(
+    request: web.Request, store: CheckpointStore, scope: StoreScope, record: AttemptRecord, key: StoreKey
+) -> bool:
+    named = await blocking(_named, store, scope, named_checkpoint(record.directive))
+    if readable(key, named):
+        return True
+    if key.kind != "object":
+        return False
+    redis = state_of(request).redis
+    return bool(await blocking(redis.sismember, uploads_key(request, scope, record.execution_id), key.name))
+
+
 async def _readable(request: web.Request) -> tuple[CheckpointStore, StoreScope, StoreKey]:
     store, scope, record = await _granted(request)
     key = parse_key(request.query.get("key", ""))
-    named = await blocking(_named, store, scope, named_checkpoint(record.directive))
-    if not readable(key, named):
+    if not await _may_read(request, store, scope, record, key):
         raise forbidden()
     return store, scope, key
 
@@ -97,9 +114,29 @@ async def read_object(request: web.Request) -> web.StreamResponse:
         await blocking(cm.__exit__, None, None, None)
 
 
+def _own_size(store: CheckpointStore, scope: StoreScope, record: AttemptRecord, key: StoreKey) -> int | None:
+    """Size of a pointer or manifest the worker may be writing: absent, or its own execution's."""
+    if key.kind == "object":
+        raise forbidden()
+    size = store.size_of(scope, key.key)
+    if size is None:
+        return None
+    try:
+        mkey = store.read_pointer(scope, key.name)[0] if key.kind == "pointer" else key.key
+        owner = parse_record(store.read_bytes(scope, mkey, RECORD_SIZE_CAP)).authority.execution_id
+    except (ObjectMissing, StoreError, ValueError, RecordRefused) as e:
+        raise forbidden() from e
+    if owner != record.execution_id:
+        raise forbidden()
+    return size
+
+
 async def object_size(request: web.Request) -> web.Response:
-    store, scope, key = await _readable(request)
-    return answer(SizeAnswer(size=await blocking(store.size_of, scope, key.key)))
+    store, scope, record = await _granted(request)
+    key = parse_key(request.query.get("key", ""))
+    if await _may_read(request, store, scope, record, key):
+        return answer(SizeAnswer(size=await blocking(store.size_of, scope, key.key)))
+    return answer(SizeAnswer(size=await blocking(_own_size, store, scope, record, key)))
 
 
 async def list_keys(request: web.Request) -> web.Response:
@@ -109,6 +146,16 @@ async def list_keys(request: web.Request) -> web.Response:
     present = [k for k in named.readable_keys() if k.startswith(under)]
     keys = [k for k in present if await blocking(store.size_of, scope, k) is not None]
     return answer(KeysAnswer(keys=sorted(keys)))
+
+
+UPLOADS_TTL_SECONDS = 7 * 24 * 3600
+
+
+def _remember(client: Any, key: str, digest: str) -> None:
+    pipe = client.pipeline(transaction=False)
+    pipe.sadd(key, digest)
+    pipe.expire(key, UPLOADS_TTL_SECONDS)
+    pipe.execute()
 
 
 def _too_large(cap: int) -> HttpProblem:
@@ -202,6 +249,9 @@ async def write_object(request: web.Request) -> web.Response:
             if hexdigest != key.name:
                 raise bad_request("the uploaded bytes do not hash to the object's key", "digest_mismatch")
             await blocking(store.write_file, scope, key.key, path)
+            await blocking(
+                _remember, state_of(request).redis, uploads_key(request, scope, record.execution_id), key.name
+            )
         else:
             data = await blocking(path.read_bytes)
             writer = _write_manifest if key.kind == "manifest" else _write_pointer

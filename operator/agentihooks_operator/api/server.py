@@ -33,9 +33,11 @@ class ControlServer:
 
 async def start_control_api(state: ApiState, host: str = "127.0.0.1", port: int = 8080) -> ControlServer:
     """Serve the API on ``host:port`` (port 0 picks a free one) and return the running server."""
-    runner = web.AppRunner(create_app(state), access_log=None, handler_cancellation=True)
+    runner = web.AppRunner(
+        create_app(state), access_log=None, handler_cancellation=True, shutdown_timeout=2.0
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, shutdown_timeout=2.0)
+    site = web.TCPSite(runner, host, port)
     await site.start()
     bound = port
     server = getattr(site, "_server", None)

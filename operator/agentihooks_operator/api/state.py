@@ -42,6 +42,10 @@ class ApiState:
             raise not_found(f"unknown swarm: {swarm}", "unknown_swarm")
         return found
 
+    def registry_prefix(self, swarm: str) -> str:
+        """The Redis key root of ``swarm`` (the recovery core's prefix)."""
+        return self.entry(swarm).recovery.keys.prefix
+
     def find_execution(self, execution_id: str) -> tuple[SwarmEntry, AttemptRecord] | None:
         """The swarm an execution belongs to and its attempt record (blocking)."""
         for entry in self.registry.entries():

@@ -1,0 +1,173 @@
+"""Status, pause/unpause, a seat's checkpoints, events (JSON and SSE), metrics, health and readiness."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import redis
+from agentihooks_operator.api import ApiState, SwarmRegistry
+from testsupport.control_api import live_api
+
+from .conftest import MASTER_A, MASTER_B, World
+
+
+def test_status_lists_handoff_cards_with_the_spec_fields(world: World) -> None:
+    eid = world.fail()
+    built = world.checkpoint(eid)
+    r = world.call("GET", "/v1/swarms/swarm-a/status", world.tokens[MASTER_A])
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["paused"] is True and body["lease_held"] is True
+    card = body["handoffs"][0]
+    for field in (
+        "seat",
+        "at",
+        "reason",
+        "continuity",
+        "binding",
+        "bound_at",
+        "successor",
+        "awaiting",
+        "checkpoint",
+        "resume_available",
+        "resume_label",
+    ):
+        assert field in card
+    assert card["seat"] == "eng-1" and card["binding"] == "awaiting decision"
+    assert card["checkpoint"] == built.checkpoint_id and card["resume_available"] is True
+    assert card["resume_label"] == "Resume native" and card["continuity"] == "pending"
+    assert (
+        card["reason"] == f"oom_killed; native resume from {built.checkpoint_id} at record {built.watermark}"
+    )
+
+
+def test_status_is_for_the_operator_and_the_swarms_masters_only(world: World) -> None:
+    assert world.call("GET", "/v1/swarms/swarm-a/status", world.tokens["operator"]).status_code == 200
+    assert world.call("GET", "/v1/swarms/swarm-a/status", world.tokens[MASTER_B]).status_code == 403
+    assert world.call("GET", "/v1/swarms/swarm-a/status").status_code == 401
+    r = world.call("GET", "/v1/swarms/nope/status", world.tokens["operator"])
+    assert r.status_code == 404 and r.json()["error"] == "unknown_swarm"
+
+
+def test_pause_and_unpause_are_operator_only_and_survive_in_redis(world: World) -> None:
+    keys = world.recoveries["swarm-b"].keys
+    r = world.call("POST", "/v1/swarms/swarm-b/pause", world.tokens[MASTER_B])
+    assert r.status_code == 403 and not world.client.exists(keys.recovery_paused)
+    r = world.call("POST", "/v1/swarms/swarm-b/pause", world.tokens["operator"])
+    assert r.json() == {"swarm": "swarm-b", "paused": True} and world.client.exists(keys.recovery_paused)
+    r = world.call("POST", "/v1/swarms/swarm-b/unpause", world.tokens["operator"])
+    assert r.json() == {"swarm": "swarm-b", "paused": False} and not world.client.exists(keys.recovery_paused)
+
+
+def test_seat_checkpoints_and_restore_request(world: World) -> None:
+    eid = world.fail()
+    built = world.checkpoint(eid)
+    r = world.call("GET", "/v1/swarms/swarm-a/seats/eng-1/checkpoints", world.tokens[MASTER_A])
+    assert r.status_code == 200
+    assert r.json()["newest_compatible"] == built.checkpoint_id
+    assert (
+        world.call("GET", "/v1/swarms/swarm-a/seats/eng-9/checkpoints", world.tokens[MASTER_A]).status_code
+        == 404
+    )
+    req = world.call(
+        "POST",
+        "/v1/swarms/swarm-a/seats/eng-1/restore-request",
+        world.tokens[MASTER_A],
+        json={"choice": "resume"},
+    )
+    assert req.status_code == 202 and req.json()["status"] == "recorded"
+    assert "next recovery pass" in req.json()["message"]
+    report = world.recoveries["swarm-a"].reconcile(world.specs["swarm-a"], [])
+    assert report.decisions[0].mode == "resume" and report.decisions[0].decided_by == MASTER_A
+    same = world.call(
+        "POST",
+        "/v1/swarms/swarm-a/seats/eng-1/restore-request",
+        world.tokens[MASTER_A],
+        json={"choice": "resume"},
+    )
+    assert same.status_code == 200 and same.json()["replacement"] == report.decisions[0].replacement
+    other = world.call(
+        "POST",
+        "/v1/swarms/swarm-a/seats/eng-1/restore-request",
+        world.tokens[MASTER_A],
+        json={"choice": "fresh"},
+    )
+    assert other.status_code == 409
+    naming = world.call(
+        "POST",
+        "/v1/swarms/swarm-a/seats/eng-1/restore-request",
+        world.tokens[MASTER_A],
+        json={"choice": "fresh", "agent": MASTER_B},
+    )
+    assert naming.status_code == 403
+
+
+def test_events_json_and_follow_stream(world: World) -> None:
+    world.fail()
+    r = world.call("GET", "/v1/swarms/swarm-a/events", world.tokens["operator"], params={"count": 10})
+    events = r.json()["events"]
+    assert any(e["type"] == "fence" for e in events)
+    with (
+        httpx.Client(base_url=world.url, timeout=30) as c,
+        c.stream(
+            "GET",
+            "/v1/swarms/swarm-a/events",
+            params={"follow": "true"},
+            headers={"Authorization": f"Bearer {world.tokens['operator']}"},
+        ) as stream,
+    ):
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        seen = []
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                seen.append(json.loads(line[6:]))
+            if len(seen) == len(events):
+                break
+    assert [e["id"] for e in seen] == [e["id"] for e in events]
+    assert (
+        world.call(
+            "GET", "/v1/swarms/swarm-a/events", world.tokens["operator"], params={"count": "x"}
+        ).status_code
+        == 400
+    )
+
+
+def test_metrics_exposes_every_family(world: World) -> None:
+    eid = world.fail()
+    world.checkpoint(eid)
+    world.recoveries["swarm-a"].decide(eid, "resume", MASTER_A, spec=world.specs["swarm-a"])
+    text = world.call("GET", "/metrics").text
+    assert 'agentihooks_fences_total{swarm="swarm-a",reason="oom_killed"} 1' in text
+    assert 'agentihooks_decisions_by_choice_total{swarm="swarm-a",choice="resume"} 1' in text
+    assert 'agentihooks_decisions_by_decider_total{swarm="swarm-a",decider="master"} 1' in text
+    assert 'agentihooks_restore_outcomes_by_type{swarm="swarm-a",type="native"} 0' in text
+    assert 'agentihooks_lease_held{swarm="swarm-a"} 1' in text
+    assert 'agentihooks_seats_awaiting_decision{swarm="swarm-a"} 0' in text
+    assert "# TYPE agentihooks_refusals_total counter" in text
+    for token in world.tokens.values():
+        assert token not in text
+
+
+def test_health_and_readiness_follow_kopf_and_redis(world: World) -> None:
+    assert world.call("GET", "/healthz").status_code == 200
+    assert world.call("GET", "/readyz").json() == {"status": "ready", "kopf": True, "redis": True}
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    stopping = {"flag": True}
+    state = ApiState(registry=SwarmRegistry(), redis=dead, kopf_ready=lambda: not stopping["flag"])
+    with live_api(state) as server, httpx.Client(base_url=server.url) as c:
+        assert c.get("/healthz").status_code == 503
+        r = c.get("/readyz")
+        assert r.status_code == 503 and r.json()["redis"] is False
+        stopping["flag"] = False
+        assert c.get("/healthz").status_code == 200
+        assert c.get("/readyz").status_code == 503
+
+
+def test_openapi_document_is_served_and_unknown_routes_answer_json(world: World) -> None:
+    doc = world.call("GET", "/v1/openapi.json").json()
+    assert "/v1/executions/{execution}/restore-decision" in doc["paths"]
+    r = world.call("GET", "/v1/nothing-here")
+    assert r.status_code == 404 and r.json()["error"] == "not_found"
+    r = world.call("DELETE", "/v1/swarms/swarm-a/status")
+    assert r.status_code == 405
