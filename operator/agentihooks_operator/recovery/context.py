@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
@@ -30,6 +31,15 @@ class Ctx:
     launcher: ReplacementLauncher
     faults: FaultInjector
     clock: Callable[[], int] | None = None
+    _locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def lock_for(self, execution_id: str) -> threading.Lock:
+        """One lock per attempt, so an API thread and the pass never launch the same attempt at once."""
+        with self._guard:
+            if len(self._locks) > 10000:
+                self._locks = {k: v for k, v in self._locks.items() if v.locked()}
+            return self._locks.setdefault(execution_id, threading.Lock())
 
     @property
     def swarm(self) -> str:

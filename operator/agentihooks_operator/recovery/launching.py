@@ -15,6 +15,7 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
 from pydantic import SecretStr
@@ -53,8 +54,19 @@ def launch_step(ctx: Ctx, record: AttemptRecord, token: str | None) -> LaunchPla
     Returns the plan that was sent, or ``None`` when the Pod was observed to exist already.
     """
     eid = record.execution_id
+    with ctx.lock_for(eid):
+        return _launch_locked(ctx, record, token)
+
+
+def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> LaunchPlan | None:
+    eid = record.execution_id
     if token is None:
-        # Resumed: the step is unknown. Observe before sending again.
+        # Resumed: the step is unknown, unless another thread of this process just finished it.
+        ctx.w.trip()
+        raw = ctx.w.client.hget(ctx.w.keys.attempt_journal, eid)
+        if raw is not None and json.loads(raw).get("launch", {}).get("status") in ("ok", "skipped"):
+            return None
+        # Observe before sending again.
         if ctx.launcher.exists(eid):
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
             return None

@@ -158,3 +158,44 @@ def test_fifty_concurrent_recorded_requests_yield_one_decision(make, client, spe
     assert [d.mode for d in report.decisions] == ["fresh"]
     assert client.hlen(r.keys.recovery_requests) == 0
     assert r.metrics()["admissions:replacement"] == 1
+
+
+def test_api_thread_and_pass_never_launch_one_replacement_twice(make, client, spec, launcher) -> None:  # type: ignore[no-untyped-def]
+    entered, release = threading.Event(), threading.Event()
+    original = launcher.launch
+    first = [True]
+
+    def slow_launch(plan):  # type: ignore[no-untyped-def]
+        if plan.generation == 2 and first[0]:
+            first[0] = False
+            entered.set()
+            assert release.wait(10)
+        return original(plan)
+
+    original_exists = launcher.exists
+
+    def exists(execution_id: str) -> bool:
+        # Without the per-attempt lock the pass gets here while the API thread is mid-launch.
+        answer = original_exists(execution_id)
+        release.set()
+        return answer
+
+    launcher.launch = slow_launch
+    launcher.exists = exists
+    r = make()
+    eid = r.ensure_seats(spec)[0].execution_id
+    r.pause()
+    r.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"}))
+    with ThreadPoolExecutor(2) as pool:
+        api = pool.submit(r.decide, eid, "fresh", "operator", spec=spec)
+        assert entered.wait(10)
+        passing = pool.submit(r.reconcile, spec, [])  # sees the replacement's launch as open work
+        # With the lock the pass waits for the API thread instead; let that one go on after a moment.
+        timer = threading.Timer(0.5, release.set)
+        timer.start()
+        d = api.result(10)
+        passing.result(10)
+        timer.cancel()
+    new = d.replacement
+    assert launcher.calls.count(("launch", new)) == 1
+    assert r.check_worker_credential(new, launcher.pods[new].worker_token.get_secret_value())
