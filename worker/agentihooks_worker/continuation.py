@@ -13,9 +13,6 @@ from pathlib import Path
 
 OPENING_LINE = "Continue from this recorded conversation. Native resume was unavailable."
 
-#: Prompts up to this size go on the command line; longer ones are fed on standard input.
-ARGV_PROMPT_LIMIT = 96 * 1024
-
 
 def write_continuation(path: Path, transcript_chunks: Iterable[bytes]) -> Path:
     """Write the opening line then the transcript to ``path`` (0600), replacing any earlier file."""
@@ -36,8 +33,12 @@ def write_continuation(path: Path, transcript_chunks: Iterable[bytes]) -> Path:
     return path
 
 
-def prompt_delivery(agent: list[str], continuation: Path) -> tuple[list[str], Path | None]:
-    """The argv and the stdin file that hand ``continuation`` to the harness as its opening prompt."""
-    if continuation.stat().st_size <= ARGV_PROMPT_LIMIT:
-        return [*agent, continuation.read_text(encoding="utf-8", errors="surrogateescape")], None
+def prompt_delivery(agent: list[str], continuation: Path) -> tuple[list[str], Path]:
+    """The original command, with ``continuation`` on its standard input.
+
+    Both CLIs take piped input as the opening context beside any prompt in the
+    original command (``claude -p`` prepends it, ``codex exec`` adds it as a
+    stdin block), so the command itself stays exactly as launched and no
+    transcript runs into the kernel's argument size limit.
+    """
     return list(agent), continuation

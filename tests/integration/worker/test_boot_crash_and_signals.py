@@ -61,7 +61,8 @@ def test_crash_then_boot_again_does_nothing_twice(
         assert restored.read_bytes() == built.transcript.read_bytes()
         assert ctx.restored.argv[-2:] == ["--resume", built.session_id]
     else:
-        assert ctx.restored.argv[3].encode() == layout.continuation.read_bytes()
+        assert ctx.restored.stdin == layout.continuation
+        assert layout.continuation.read_bytes().endswith(built.transcript.read_bytes())
 
 
 def start_cli(sc: Scenario, **env: str) -> subprocess.Popen[str]:

@@ -82,13 +82,8 @@ def test_continuation_is_private_and_byte_exact(tmp_path: Path) -> None:
     path = write_continuation(tmp_path / "continuation.txt", [transcript[:5], transcript[5:]])
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_bytes() == OPENING_LINE.encode() + b"\n\n" + transcript
-    argv, stdin = prompt_delivery(["claude", "-p"], path)
-    assert stdin is None
-    assert argv[:2] == ["claude", "-p"]
-    assert argv[2].startswith(OPENING_LINE)
-    write_continuation(path, [b"x" * 200_000])
-    argv, stdin = prompt_delivery(["claude", "-p"], path)
-    assert argv == ["claude", "-p"]
+    argv, stdin = prompt_delivery(["claude", "-p", "task"], path)
+    assert argv == ["claude", "-p", "task"]
     assert stdin == path
 
 

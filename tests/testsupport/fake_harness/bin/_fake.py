@@ -26,12 +26,17 @@ def log_run(entry):
             f.write(json.dumps(entry) + "\n")
 
 
+def read_stdin():
+    """Piped input, as both real CLIs take it (context beside the prompt argument)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    return sys.stdin.read()
+
+
 def read_prompt(positional):
-    if positional:
-        return positional[-1]
-    if not sys.stdin.isatty():
-        return sys.stdin.read()
-    return ""
+    piped = read_stdin()
+    prompt = positional[-1] if positional else ""
+    return piped + ("\n\n" if piped and prompt else "") + prompt, len(piped.encode())
 
 
 def run_turns(write_record):
@@ -88,7 +93,7 @@ def claude_main(argv):
             print(f"No conversation found with session ID: {session}", file=sys.stderr)
             return 1
     positional = [a for a in args if not a.startswith("-")]
-    prompt = "" if session else read_prompt(positional)
+    prompt, piped = ("", 0) if session else read_prompt(positional)
     session = session or str(uuid.uuid4())
     path = project / f"{session}.jsonl"
     log_run(
@@ -97,7 +102,7 @@ def claude_main(argv):
             "argv": argv,
             "cwd": cwd,
             "session": session,
-            "prompt_bytes": len(prompt.encode()),
+            "stdin_bytes": piped,
         }
     )
 
@@ -135,9 +140,9 @@ def codex_main(argv):
             print(f"fake codex: no rollout for {session}", file=sys.stderr)
             return 1
         path = found[0]
-        prompt = ""
+        prompt, piped = "", 0
     else:
-        prompt = read_prompt(args)
+        prompt, piped = read_prompt(args)
         session = str(uuid.uuid4())
         now = dt.datetime.now()
         path = (
@@ -162,7 +167,7 @@ def codex_main(argv):
             "argv": argv,
             "cwd": os.getcwd(),
             "session": session,
-            "prompt_bytes": len(prompt.encode()),
+            "stdin_bytes": piped,
         }
     )
 
