@@ -28,7 +28,12 @@ class _Model(BaseModel):
 
 
 class AttemptObservation(_Model):
-    """One current Pod as the operator saw it this pass (image-pull grace already applied)."""
+    """One current Pod as the operator saw it this pass (image-pull grace already applied).
+
+    ``failed`` and ``gone`` mark a failure; without a ``reason`` they count as
+    ``application_exit`` and ``node_lost``. An attempt whose launch is still being
+    confirmed is never fenced for being ``gone``: the journal resolves it first.
+    """
 
     execution_id: str = Field(pattern=IDENTIFIER)
     seat: str = Field(pattern=IDENTIFIER)
