@@ -1,0 +1,90 @@
+"""The CLI's HTTP client: one call per command, every failure turned into one clear line.
+
+:class:`CliError` carries the line and the exit code; commands never let a
+traceback reach the terminal. The token is sent as a bearer header and never
+printed, not even in an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+EXIT_REFUSED = 1
+EXIT_UNREACHABLE = 3
+
+
+class CliError(Exception):
+    """A failure to show as ``error: <line>`` with exit code ``code``."""
+
+    def __init__(self, line: str, code: int = EXIT_REFUSED) -> None:
+        super().__init__(line)
+        self.line = line
+        self.code = code
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+
+
+def _message(resp: httpx.Response) -> tuple[str, str]:
+    try:
+        body = resp.json()
+        return str(body.get("error", "")), str(body.get("message", ""))
+    except (ValueError, AttributeError):
+        return "", resp.reason_phrase or f"HTTP {resp.status_code}"
+
+
+class ControlClient:
+    def __init__(self, url: str | None, token: str | None, *, timeout: float = 30.0) -> None:
+        if not url:
+            raise CliError(
+                "no control URL: pass --control-url or set AGENTIHOOKS_CONTROL_URL", EXIT_UNREACHABLE
+            )
+        if not url.startswith(("http://", "https://")):
+            raise CliError(
+                f"the control URL must start with http:// or https:// (got {url!r})", EXIT_UNREACHABLE
+            )
+        headers = {"Accept": "application/json", "User-Agent": "agentihooks-cli"}
+        if token:
+            headers["Authorization"] = f"Bearer {token.strip()}"
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def fail(self, resp: httpx.Response) -> CliError:
+        code, message = _message(resp)
+        if resp.status_code == 401:
+            return CliError(f"the controller did not accept the token ({message or code})")
+        if resp.status_code == 403:
+            return CliError("forbidden_scope: this token may not do that")
+        if resp.status_code in (404, 409, 400, 413):
+            return CliError(message or code)
+        if resp.status_code == 503:
+            return CliError(
+                f"the controller is not ready: {message or code}; retry shortly", EXIT_UNREACHABLE
+            )
+        return CliError(f"the controller answered {resp.status_code}: {message or code}")
+
+    def unreachable(self, e: httpx.HTTPError) -> CliError:
+        return CliError(f"cannot reach the controller at {self.url} ({type(e).__name__})", EXIT_UNREACHABLE)
+
+    def call(self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any) -> Answer:
+        try:
+            resp = self.http.request(method, path, **kw)
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
+            if isinstance(e, httpx.HTTPError):
+                raise self.unreachable(e) from e
+            raise CliError(f"invalid request: {type(e).__name__}") from e
+        if resp.status_code not in ok:
+            raise self.fail(resp)
+        try:
+            return Answer(resp.status_code, resp.json())
+        except ValueError as e:
+            raise CliError(f"the controller answered {resp.status_code} without JSON") from e

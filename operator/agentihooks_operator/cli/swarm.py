@@ -1,0 +1,221 @@
+"""``agentihooks swarm NAME ...``: restore decisions, status, pause/unpause, checkpoints and events.
+
+``restore-decision`` records the choice for the controller's next recovery
+pass (the controller applies it under its lease); ``--now`` posts it to the
+execution's decision route instead, applied at once by the lease holder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any
+
+import httpx
+import typer
+
+from . import render
+from .client import CliError, ControlClient
+
+app = typer.Typer(
+    help="Recovery of one Swarm: decisions, status, pause, checkpoints, events.", no_args_is_help=True
+)
+
+
+class Choice(StrEnum):
+    resume = "resume"
+    fresh = "fresh"
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
+
+
+def _name(kind: str, value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise CliError(f"not a {kind} name: {value!r}")
+    return value
+
+
+def _client(ctx: typer.Context) -> ControlClient:
+    obj = ctx.find_object(dict) or {}
+    return ControlClient(obj.get("url"), obj.get("token"))
+
+
+def _swarm(ctx: typer.Context) -> str:
+    obj = ctx.find_object(dict) or {}
+    return _name("swarm", str(obj["swarm"]))
+
+
+def run(fn: Callable[[], None]) -> None:
+    """Run a command body: a :class:`CliError` becomes one ``error:`` line and its exit code."""
+    try:
+        fn()
+    except CliError as e:
+        typer.echo(f"error: {e.line}", err=True)
+        raise typer.Exit(e.code) from None
+
+
+@app.callback()
+def swarm(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The Swarm's name.")]) -> None:
+    """Act on the Swarm NAME."""
+    ctx.ensure_object(dict)["swarm"] = name
+
+
+def _seat_path(ctx: typer.Context, seat: str, tail: str) -> str:
+    return f"/v1/swarms/{_swarm(ctx)}/seats/{_name('seat', seat)}/{tail}"
+
+
+@app.command("restore-decision")
+def restore_decision(
+    ctx: typer.Context,
+    seat: Annotated[str, typer.Argument(help="The seat whose fenced attempt waits, e.g. eng-2.")],
+    choice: Annotated[Choice, typer.Argument(help="resume (from the newest usable checkpoint) or fresh.")],
+    agent: Annotated[
+        str | None, typer.Option(envvar="AGENTIHOOKS_AGENT", help="The master agent you act for.")
+    ] = None,
+    now: Annotated[bool, typer.Option("--now", help="Apply at once through the execution's route.")] = False,
+) -> None:
+    """Choose how SEAT returns: resume or fresh."""
+
+    def body() -> None:
+        c = _client(ctx)
+        if now:
+            _decide_now(ctx, c, seat, choice.value, agent)
+            return
+        payload: dict[str, Any] = {"choice": choice.value}
+        if agent:
+            payload["agent"] = agent
+        a = c.call("POST", _seat_path(ctx, seat, "restore-request"), ok=(200, 202), json=payload)
+        b = a.body
+        if a.status == 202:
+            typer.echo(
+                f"recorded: {choice.value} for seat {seat} (execution {b['execution_id']}); "
+                "the controller applies it under its lease on its next recovery pass"
+            )
+        else:
+            typer.echo(_decided(seat, b, "already accepted"))
+
+    run(body)
+
+
+def _decided(seat: str, b: dict[str, Any], what: str) -> str:
+    ckpt = f", checkpoint {b['checkpoint']}" if b.get("checkpoint") else ""
+    return f"{what}: {b.get('decision')} for seat {seat} -> replacement {b.get('replacement')}{ckpt}"
+
+
+def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, agent: str | None) -> None:
+    status = c.call("GET", f"/v1/swarms/{_swarm(ctx)}/status").body
+    if seat not in {s.get("seat") for s in status.get("seats", [])}:
+        raise CliError(f"unknown seat: {seat}")
+    card = next((h for h in status.get("handoffs", []) if h.get("seat") == seat), None)
+    if card is None:
+        raise CliError("no recovery decision is pending for this attempt")
+    payload = {"choice": choice, "agent": agent or "operator"}
+    a = c.call("POST", f"/v1/executions/{card['execution_id']}/restore-decision", ok=(200, 202), json=payload)
+    if a.status == 202:
+        typer.echo(f"recorded: {choice} for seat {seat}; this controller replica does not hold the lease")
+    else:
+        typer.echo(_decided(seat, a.body, "replayed" if a.body.get("replayed") else "accepted"))
+
+
+@app.command()
+def status(
+    ctx: typer.Context,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON; the cards are under handoffs.")
+    ] = False,
+) -> None:
+    """Seats, the pause switch and the handoff cards."""
+
+    def body() -> None:
+        b = _client(ctx).call("GET", f"/v1/swarms/{_swarm(ctx)}/status").body
+        typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else render.status_text(b))
+
+    run(body)
+
+
+def _switch(ctx: typer.Context, verb: str) -> None:
+    def body() -> None:
+        b = _client(ctx).call("POST", f"/v1/swarms/{_swarm(ctx)}/{verb}").body
+        state = "paused" if b.get("paused") else "not paused"
+        typer.echo(f"swarm {b.get('swarm')}: restore automation {state}")
+
+    run(body)
+
+
+@app.command()
+def pause(ctx: typer.Context) -> None:
+    """Every new failure waits for an explicit decision (operator token only)."""
+    _switch(ctx, "pause")
+
+
+@app.command()
+def unpause(ctx: typer.Context) -> None:
+    """Let the controller resume natively on its own again (operator token only)."""
+    _switch(ctx, "unpause")
+
+
+@app.command()
+def checkpoints(
+    ctx: typer.Context,
+    seat: Annotated[str, typer.Argument(help="The seat whose task's checkpoints to list.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Checkpoints of SEAT's task, newest first."""
+
+    def body() -> None:
+        b = _client(ctx).call("GET", _seat_path(ctx, seat, "checkpoints")).body
+        typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else render.checkpoints_text(b))
+
+    run(body)
+
+
+@app.command()
+def events(
+    ctx: typer.Context,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events.")] = False,
+    count: Annotated[int, typer.Option(min=1, max=1000, help="How many recent events.")] = 50,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="With --follow: stop after this many events.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Recent fence, recovery and outcome events."""
+
+    def show(e: dict[str, Any]) -> None:
+        typer.echo(json.dumps(e, sort_keys=True) if as_json else render.event_line(e))
+
+    def body() -> None:
+        c = _client(ctx)
+        path = f"/v1/swarms/{_swarm(ctx)}/events"
+        if not follow:
+            for e in c.call("GET", path, params={"count": count}).body.get("events", []):
+                show(e)
+            return
+        _follow(c, path, count, limit, show)
+
+    run(body)
+
+
+def _follow(
+    c: ControlClient, path: str, count: int, limit: int | None, show: Callable[[dict[str, Any]], None]
+) -> None:
+    seen = 0
+    try:
+        with c.http.stream(
+            "GET", path, params={"count": count, "follow": "true"}, timeout=httpx.Timeout(30.0, read=None)
+        ) as resp:
+            if resp.status_code != 200:
+                resp.read()
+                raise c.fail(resp)
+            for line in resp.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                show(json.loads(line[6:]))
+                seen += 1
+                if limit is not None and seen >= limit:
+                    return
+    except httpx.HTTPError as e:
+        raise c.unreachable(e) from e
