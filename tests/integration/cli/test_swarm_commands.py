@@ -1,0 +1,132 @@
+"""``agentihooks swarm NAME ...`` end to end: what it prints, its exit codes, and that errors are one line."""
+
+from __future__ import annotations
+
+import json
+
+from testsupport.control_api import MASTER_A, MASTER_B, World
+
+NO_CHECKPOINT = "no complete compatible checkpoint to resume from"
+NOT_PENDING = "no recovery decision is pending for this attempt"
+
+
+def one_error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_restore_decision_records_the_request_and_says_so(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    eid = world.fail()
+    world.checkpoint(eid)
+    r = cli("swarm", "swarm-a", "restore-decision", "eng-1", "resume", token=world.tokens[MASTER_A])
+    assert r.exit_code == 0, r.output
+    assert f"recorded: resume for seat eng-1 (execution {eid})" in r.output
+    assert "next recovery pass" in r.output
+    assert world.recoveries["swarm-a"].awaiting_execution("eng-1") == eid  # only recorded
+    report = world.recoveries["swarm-a"].reconcile(world.specs["swarm-a"], [])
+    assert report.decisions[0].mode == "resume" and report.decisions[0].decided_by == MASTER_A
+    again = cli("swarm", "swarm-a", "restore-decision", "eng-1", "resume", token=world.tokens[MASTER_A])
+    assert again.exit_code == 0 and "already accepted: resume" in again.output
+    assert report.decisions[0].replacement in again.output
+
+
+def test_refusals_exit_non_zero_with_the_reason(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    world.fail()
+    r = cli("swarm", "swarm-a", "restore-decision", "eng-1", "resume", token=world.tokens["operator"])
+    assert r.exit_code == 1
+    assert one_error_line(r.output) == f"error: {NO_CHECKPOINT}"
+    cli("swarm", "swarm-a", "restore-decision", "eng-1", "fresh", token=world.tokens["operator"])
+    world.recoveries["swarm-a"].reconcile(world.specs["swarm-a"], [])
+    r = cli("swarm", "swarm-a", "restore-decision", "eng-1", "resume", token=world.tokens["operator"])
+    assert r.exit_code == 1 and one_error_line(r.output) == f"error: {NOT_PENDING}"
+
+
+def test_restore_decision_now_applies_at_once(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    eid = world.fail()
+    r = cli(
+        "swarm",
+        "swarm-a",
+        "restore-decision",
+        "eng-1",
+        "fresh",
+        "--now",
+        "--agent",
+        MASTER_A,
+        token=world.tokens[MASTER_A],
+    )
+    assert r.exit_code == 0, r.output
+    assert "accepted: fresh for seat eng-1 -> replacement exe-" in r.output
+    assert world.recoveries["swarm-a"].awaiting_execution("eng-1") is None
+    assert eid not in r.output or "replacement" in r.output
+
+
+def test_status_table_and_json(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    eid = world.fail()
+    built = world.checkpoint(eid)
+    table = cli("swarm", "swarm-a", "status", token=world.tokens["operator"])
+    assert table.exit_code == 0, table.output
+    assert "awaiting decision" in table.output and "Resume native" in table.output
+    assert built.checkpoint_id in table.output and "paused: yes" in table.output
+    r = cli("swarm", "swarm-a", "status", "--json", token=world.tokens["operator"])
+    body = json.loads(r.output)
+    card = body["handoffs"][0]
+    assert card["checkpoint"] == built.checkpoint_id and card["resume_available"] is True
+    assert card["resume_label"] == "Resume native" and card["continuity"] == "pending"
+
+
+def test_pause_and_unpause(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    r = cli("swarm", "swarm-b", "pause", token=world.tokens["operator"])
+    assert r.exit_code == 0 and "restore automation paused" in r.output
+    assert world.recoveries["swarm-b"].paused()
+    r = cli("swarm", "swarm-b", "unpause", token=world.tokens["operator"])
+    assert r.exit_code == 0 and "not paused" in r.output
+    r = cli("swarm", "swarm-b", "pause", token=world.tokens[MASTER_B])
+    assert r.exit_code == 1 and "forbidden_scope" in one_error_line(r.output)
+    assert not world.recoveries["swarm-b"].paused()
+
+
+def test_checkpoints_and_events(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    eid = world.fail()
+    built = world.checkpoint(eid)
+    r = cli("swarm", "swarm-a", "checkpoints", "eng-1", token=world.tokens[MASTER_A])
+    assert r.exit_code == 0 and built.checkpoint_id in r.output and "native" in r.output
+    r = cli("swarm", "swarm-a", "events", token=world.tokens[MASTER_A])
+    assert r.exit_code == 0 and "fence" in r.output and eid in r.output
+    r = cli("swarm", "swarm-a", "events", "--follow", "--limit", "1", "--json", token=world.tokens[MASTER_A])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output.splitlines()[0])["execution_id"]
+
+
+def test_errors_are_one_clear_line(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    cases = [
+        (("swarm", "swarm-a", "status"), {"token": "wrong-token"}, "forbidden_scope"),
+        (("swarm", "swarm-a", "status"), {"token": ""}, "did not accept the token"),
+        (("swarm", "nope", "status"), {"token": world.tokens["operator"]}, "unknown swarm: nope"),
+        (
+            ("swarm", "swarm-a", "checkpoints", "eng-9"),
+            {"token": world.tokens["operator"]},
+            "unknown seat: eng-9",
+        ),
+        (
+            ("swarm", "swarm-a", "restore-decision", "eng-9", "fresh"),
+            {"token": world.tokens["operator"]},
+            "unknown seat: eng-9",
+        ),
+        (("swarm", "swarm-a", "checkpoints", "../x"), {"token": world.tokens["operator"]}, "not a seat name"),
+        (
+            ("swarm", "swarm-a", "status"),
+            {"token": world.tokens["operator"], "url": "http://127.0.0.1:1"},
+            "cannot reach the controller",
+        ),
+        (("swarm", "swarm-a", "status"), {"url": "ftp://x"}, "must start with http"),
+    ]
+    for args, kw, expected in cases:
+        r = cli(*args, **kw)
+        assert r.exit_code != 0, (args, r.output)
+        line = one_error_line(r.output)
+        assert expected in line, (args, line)
+        for token in world.tokens.values():
+            assert token not in r.output
