@@ -21,6 +21,7 @@ SWARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 ASSETS = {
     "ledger.js": "text/javascript; charset=utf-8",
     "ledger.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

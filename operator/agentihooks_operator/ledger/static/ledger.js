@@ -14,6 +14,7 @@
   let caller = null;
   let timer = null;
   let seq = 0;
+  let lastCards = [];
   const refusals = new Map(); // execution id -> {reason, message}
   const busy = new Set(); // execution ids with a decision in flight
   const signatures = new Map(); // execution id -> last rendered state
@@ -78,6 +79,7 @@
       show('problem', false);
       $('ledger-rows').replaceChildren();
       $('cards').replaceChildren();
+      lastCards = [];
       signatures.clear();
       refusals.clear();
     }
@@ -96,6 +98,7 @@
       // Private modes may refuse storage; the token then lives in memory only.
     }
     signedIn(true);
+    $('whoami').textContent = 'Signed in; reading the ledger';
     refresh();
   });
 
@@ -127,6 +130,9 @@
       $('problem').textContent = 'Cannot read this swarm: ' + problemText(r);
       $('problem').dataset.reason = r.error;
       show('problem', true);
+      if (r.status === 401 || r.status === 403) {
+        $('whoami').textContent = 'Signed in with a token this swarm does not accept';
+      }
     }
     timer = setTimeout(refresh, pollMs);
   }
@@ -138,6 +144,7 @@
       caller.kind === 'operator' ? 'Signed in as the operator' : 'Signed in as master ' + caller.agent;
     renderPause(data);
     renderRows(data.rows);
+    lastCards = data.cards;
     renderCards(data.cards);
     $('updated').textContent = 'Updated ' + new Date().toLocaleTimeString();
   }
@@ -343,6 +350,7 @@
       announce('Refused for seat ' + card.seat + ': ' + problemText(r));
     }
     signatures.delete(eid);
+    renderCards(lastCards); // shows the answer even when the next read is refused
     await refresh();
     if (document.activeElement === document.body || !document.activeElement) {
       const title = document.getElementById(focusedTitle);
