@@ -69,8 +69,9 @@ NULLABLE = frozenset({"committed_at", "transcript_durable_cursor", "native_sessi
 
 
 def _no_explicit_null(model: BaseModel) -> None:
+    declared = type(model).model_fields
     for name in model.model_fields_set:
-        if name not in NULLABLE and getattr(model, name) is None:
+        if name in declared and name not in NULLABLE and getattr(model, name) is None:
             raise ValueError(f"{name} may be left out but not null")
 
 

@@ -65,6 +65,7 @@ VALID = [
     sample_record(2, committed_at=None, status="uploading"),
     sample_record(2, transcript_durable_cursor=None),
     sample_record(2, transcript_durable_cursor={}),
+    sample_record(2, transcript_durable_cursor={"sequence": 1, "vendor_extra": None}),
     sample_record(2, unknown_future_field={"kept": True}, trace_id="f" * 32, extensions={"x": 1}),
     with_(sample_record(2), "authority.controller_epoch", 4),
     with_(sample_record(1), "authority.swarm_id", "swarm-a"),
