@@ -85,6 +85,15 @@ class Cluster:
                 calls.add((call["verb"], call["group"], call["resource"]))
         return calls
 
+    def calls_by(self, agent: str) -> list[tuple[str, str, str]]:
+        """Every call (verb, group, resource) whose User-Agent is exactly ``agent``."""
+        out = []
+        for request in list(self.emulator):
+            call = api_call(request)
+            if call is not None and str(request.headers.get("User-Agent") or "") == agent:
+                out.append((call["verb"], call["group"], call["resource"]))
+        return out
+
     def count(self, verb: str, resource: str, name_prefix: str = "") -> int:
         """How many operator calls of ``verb`` on ``resource`` (optionally for names starting so)."""
         n = 0

@@ -30,8 +30,9 @@ class OperatorConfig(BaseSettings):
     control_url: str | None = None
     #: Comma-separated namespaces to watch; empty means cluster-wide.
     namespaces: str = ""
-    #: List and watch Namespaces to follow patterns (needs RBAC on namespaces).
-    scan_namespaces: bool = True
+    #: Let kopf list and watch Namespaces and CRDs (cluster-wide RBAC). Off: the namespaces named
+    #: in ``namespaces`` are used as given, and the Swarm CRD is expected to be installed.
+    scan_namespaces: bool = False
     #: A Node NotReady/Unknown this long makes its Pods ``node_lost``.
     node_lost_after_seconds: float = Field(default=40.0, gt=0)
     #: Delay before a pass is retried after a Redis or API error.

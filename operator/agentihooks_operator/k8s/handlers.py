@@ -115,16 +115,26 @@ def _condition(valid: bool, message: str) -> dict[str, Any]:
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
-async def validate(spec: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+async def validate(*, spec: Any, status: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
     kube: KubeClient = memo["kube"]
     namespace = namespace or "default"
     try:
         parse_spec(spec)
     except InvalidSwarm as e:
-        body = {"status": {"conditions": [_condition(False, str(e))]}}
-        await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+        await _report(kube, namespace, name, status, _condition(False, str(e)))
         raise kopf.PermanentError(str(e)) from e
-    body = {"status": {"conditions": [_condition(True, "the spec is valid")]}}
+    await _report(kube, namespace, name, status, _condition(True, "the spec is valid"))
+
+
+async def _report(kube: KubeClient, namespace: str, name: str, status: Any, cond: dict[str, Any]) -> None:
+    """Write the SpecValid condition unless it already says the same (replicas agree, one write)."""
+    for held in (status or {}).get("conditions") or []:
+        if held.get("type") == cond["type"] and (held.get("status"), held.get("message")) == (
+            cond["status"],
+            cond["message"],
+        ):
+            return
+    body = {"status": {"conditions": [cond]}}
     await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
 
 

@@ -1,8 +1,16 @@
-"""Fixtures of the operator tests: an emulated Kubernetes API with a kubelet, and a Swarm spec."""
+"""Fixtures of the operator tests: an emulated Kubernetes API with a kubelet, and a Swarm spec.
+
+Every test's cluster records the API calls the operator made. Each call must
+be listed in ``observed-api-calls.json`` (the Helm chart's RBAC is checked
+against that file), so a new kind of call fails the test that made it. Run
+with ``AGENTIHOOKS_RECORD_API_CALLS=1`` to rewrite the file from a full run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +18,41 @@ import pytest
 from testsupport.kube import Cluster, emulated_cluster
 from testsupport.kubelet import Kubelet
 
+CALLS_FILE = Path(__file__).with_name("observed-api-calls.json")
+RECORDING = os.environ.get("AGENTIHOOKS_RECORD_API_CALLS") == "1"
+_SEEN: set[tuple[str, str, str]] = set()
+
+
+def listed_calls() -> set[tuple[str, str, str]]:
+    rows = json.loads(CALLS_FILE.read_text())["calls"]
+    return {(r["verb"], r["group"], r["resource"]) for r in rows}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _write_recorded_calls() -> Iterator[None]:
+    yield
+    if RECORDING and _SEEN:
+        rows = [
+            {"group": g, "resource": r, "verb": v}
+            for v, g, r in sorted(_SEEN, key=lambda c: (c[1], c[2], c[0]))
+        ]
+        doc = {
+            "about": "Every (API group, resource, verb) the operator used in tests/integration/operator, "
+            "recorded from the emulated API server; the Helm chart's RBAC must grant exactly these.",
+            "calls": rows,
+        }
+        CALLS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
+
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     async with emulated_cluster(tmp_path) as c:
         yield c
+        used = c.operator_calls()
+        _SEEN.update(used)
+        if not RECORDING:
+            unlisted = sorted(used - listed_calls())
+            assert not unlisted, f"API calls not in {CALLS_FILE.name}: {unlisted}"
 
 
 @pytest.fixture

@@ -1,0 +1,87 @@
+"""The Kubernetes launcher against the emulated API: idempotent creates, credential refresh, retire."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+from agentihooks_operator.k8s.client import KubeClient
+from agentihooks_operator.k8s.launcher import KubernetesLauncher
+from agentihooks_operator.k8s.pods import Owner
+from agentihooks_operator.recovery import LaunchPlan
+from agentihooks_operator.swarm import SwarmSpec
+from pydantic import SecretStr
+from testsupport.kube import Cluster
+
+from .conftest import swarm_spec
+
+EID = "exe-" + "c" * 32
+
+
+def _plan(token: str = "tok-new") -> LaunchPlan:
+    return LaunchPlan(
+        execution_id=EID,
+        seat="eng-1",
+        generation=2,
+        task_id="t-1",
+        task_generation=1,
+        task_text="task 1",
+        grant_id="grant-2",
+        worker_token=SecretStr(token),
+        compatibility_key="2.1.0",
+        epoch=3,
+    )
+
+
+def _launcher(cluster: Cluster) -> tuple[KubernetesLauncher, KubeClient]:
+    kube = KubeClient(cluster.url, agent="agentihooks-operator/test")
+    spec = SwarmSpec.model_validate(swarm_spec())
+    owner = Owner(name="example", namespace="default", uid="uid-1", controller="op-a")
+    return KubernetesLauncher(kube, owner, lambda: spec), kube
+
+
+def _token(secret: dict) -> str:
+    if "data" in secret and secret["data"].get("token"):
+        return base64.b64decode(secret["data"]["token"]).decode()
+    return str(secret["stringData"]["token"])
+
+
+async def test_repeated_launch_is_observed_not_duplicated(cluster: Cluster) -> None:
+    launcher, kube = _launcher(cluster)
+    assert await asyncio.to_thread(launcher.exists, EID) is False
+    assert await asyncio.to_thread(launcher.launch, _plan()) == "created"
+    assert await asyncio.to_thread(launcher.launch, _plan()) == "exists"
+    assert await asyncio.to_thread(launcher.exists, EID) is True
+    assert len(await cluster.pods("example")) == 1
+    pod = (await cluster.pods("example"))[0]
+    assert pod["metadata"]["annotations"]["swarm.agentihooks.io/controller-epoch"] == "3"
+    kube.close()
+
+
+async def test_a_secret_left_by_a_crashed_launch_gets_the_new_credential(cluster: Cluster) -> None:
+    launcher, kube = _launcher(cluster)
+    r = await cluster.http.post(
+        "/api/v1/namespaces/default/secrets",
+        json={
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"swarm-{EID}-credential", "namespace": "default"},
+            "stringData": {"token": "tok-old"},
+        },
+    )
+    r.raise_for_status()
+    assert await asyncio.to_thread(launcher.launch, _plan("tok-new")) == "created"
+    secret = await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{EID}-credential")
+    assert secret is not None and _token(secret) == "tok-new"
+    kube.close()
+
+
+async def test_retire_is_idempotent(cluster: Cluster) -> None:
+    launcher, kube = _launcher(cluster)
+    await asyncio.to_thread(launcher.launch, _plan())
+    await asyncio.to_thread(launcher.retire, EID)
+    await asyncio.to_thread(launcher.retire, EID)
+    assert await asyncio.to_thread(launcher.exists, EID) is False
+    for path in (f"pods/swarm-{EID}", f"secrets/swarm-{EID}-credential", f"configmaps/swarm-{EID}-launch"):
+        assert await cluster.get(f"/api/v1/namespaces/default/{path}") is None
+    kube.close()
