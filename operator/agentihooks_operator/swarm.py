@@ -66,6 +66,17 @@ class CheckpointStoreSpec(_Model):
         return self
 
 
+class AccountBrokerSpec(_Model):
+    """An external account broker: provider account slots are released over HTTP instead of Redis."""
+
+    #: Base URL of the broker (``http://`` or ``https://``).
+    url: str = Field(pattern=r"^https?://[^\s]+$", max_length=2048)
+    #: Name of the Secret (same namespace) whose ``token`` key is the bearer credential for the broker.
+    credential_secret: str | None = Field(default=None, min_length=1, max_length=253)
+    #: Seconds to wait for one broker request before its outcome counts as unknown.
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+
 class SwarmSpec(_Model):
     #: The worker image; its tag is the compatibility key of checkpoints.
     image: str = Field(min_length=1)
@@ -74,6 +85,8 @@ class SwarmSpec(_Model):
     masters: list[MasterSpec] = Field(default_factory=list)
     recovery: RecoverySpec = Field(default_factory=RecoverySpec)
     checkpoint_store: CheckpointStoreSpec = Field(default_factory=CheckpointStoreSpec)
+    #: Where account slots come from: absent = the built-in pool in Redis (released with the fence).
+    account_broker: AccountBrokerSpec | None = None
 
     @model_validator(mode="after")
     def _unique_names(self) -> SwarmSpec:
