@@ -33,6 +33,10 @@ EXPECTED_REASON = {
 }
 CONTINUITIES = {"native", "reconstructed", "fresh"}
 AWAITING = "awaiting decision"
+# Run with `sh -c DECIDE_SCRIPT SWARM SEAT CHOICE` in an operator Pod: the CLI takes the Pod's token.
+DECIDE_SCRIPT = (
+    'AGENTIHOOKS_TOKEN="$AGENTIHOOKS_OPERATOR_TOKEN" exec agentihooks swarm "$0" restore-decision "$1" "$2"'
+)
 
 T = TypeVar("T")
 
@@ -90,18 +94,16 @@ def reported(card: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return card if card and card.get("continuity") in CONTINUITIES else None
 
 
-def cards_of(status: Mapping[str, Any], seat: str) -> list[Mapping[str, Any]]:
-    return [c for c in status.get("handoffs") or [] if c.get("seat") == seat]
+def execution_of(pod: Mapping[str, Any]) -> str:
+    return str(_labels(pod).get(f"{DOMAIN}/execution-id", ""))
 
 
-def new_card(status: Mapping[str, Any], seat: str, seen_at: set[str]) -> Mapping[str, Any] | None:
-    """The seat's handoff card for this failure: one whose ``at`` was not there before the failure.
-
-    Cards are updated in place as recovery moves (continuity ``pending`` then the reported one), so
-    the failure time identifies a card; earlier runs against the same cluster leave older cards.
-    """
-    fresh = [c for c in cards_of(status, seat) if str(c.get("at")) not in seen_at]
-    return max(fresh, key=lambda c: str(c.get("at", ""))) if fresh else None
+def card_for(status: Mapping[str, Any], seat: str, execution_id: str) -> Mapping[str, Any] | None:
+    """The seat's handoff card for the fenced attempt ``execution_id`` (cards carry the fenced id)."""
+    for card in status.get("handoffs") or []:
+        if card.get("seat") == seat and card.get("execution_id") == execution_id:
+            return dict(card)
+    return None
 
 
 def verdict(
@@ -155,9 +157,14 @@ class Cluster:
         status: Mapping[str, Any] = self.json("get", "swarm", swarm).get("status") or {}
         return status
 
-    def agentihooks(self, *args: str) -> str:
-        """The `agentihooks` CLI inside the operator Pod (its control URL and token are in its env)."""
-        return self.kubectl("exec", f"deploy/{self.release}-agentihooks-recovery", "--", "agentihooks", *args)
+    def decide(self, swarm: str, seat: str, choice: str) -> str:
+        """`agentihooks swarm SWARM restore-decision SEAT CHOICE` inside an operator Pod, as the operator.
+
+        The CLI reads AGENTIHOOKS_CONTROL_URL, which the chart sets; its token comes from the Pod's own
+        AGENTIHOOKS_OPERATOR_TOKEN (mounted from the Secret), so no credential crosses this machine.
+        """
+        deployment = f"deploy/{self.release}-agentihooks-recovery"
+        return self.kubectl("exec", deployment, "--", "sh", "-c", DECIDE_SCRIPT, swarm, seat, choice)
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, every_s: float = 2.0) -> T:
@@ -217,8 +224,7 @@ def run(c: Cluster, scenario: str, timeout_s: float) -> dict[str, Any]:
             lambda: next((p for p in reversed(seat_pods(c.pods(), swarm, seat)) if is_running(p)), None),
             300,
         )
-    failed = generation_of(pod)
-    seen_at = {str(card.get("at")) for card in cards_of(c.swarm_status(swarm), seat)}
+    failed, execution = generation_of(pod), execution_of(pod)
     try:
         if scenario == "oom":
             _oom(c, pod)
@@ -228,7 +234,7 @@ def run(c: Cluster, scenario: str, timeout_s: float) -> dict[str, Any]:
             stopped_node = _stop_node(c, pod)
         card = wait_for(
             f"a {EXPECTED_REASON[scenario]} handoff card for {seat}",
-            lambda: new_card(c.swarm_status(swarm), seat, seen_at),
+            lambda: card_for(c.swarm_status(swarm), seat, execution),
             timeout_s,
         )
         if card.get("binding") == AWAITING:
@@ -241,7 +247,7 @@ def run(c: Cluster, scenario: str, timeout_s: float) -> dict[str, Any]:
                     "-p",
                     json.dumps({"spec": {"image": c.worker_image}}),
                 )
-            c.agentihooks("swarm", swarm, "restore-decision", seat, "fresh")
+            c.decide(swarm, seat, "fresh")
         wait_for(
             "a running replacement",
             lambda: running_replacements(c.pods(), swarm, seat, failed),
@@ -249,7 +255,7 @@ def run(c: Cluster, scenario: str, timeout_s: float) -> dict[str, Any]:
         )
         card = wait_for(
             "a reported continuity",
-            lambda: reported(new_card(c.swarm_status(swarm), seat, seen_at)),
+            lambda: reported(card_for(c.swarm_status(swarm), seat, execution)),
             timeout_s,
         )
         # Let a few more passes run: a duplicate replacement would show up here.

@@ -10,28 +10,29 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 # finalizer and handler-progress annotations.
 - apiGroups: ["agentihooks.io"]
   resources: ["swarms"]
-  verbs: ["get", "list", "watch", "patch"]
-# Swarm status: each pass publishes the seats, handoffs and continuity seen by `kubectl get swarms`.
+  verbs: ["list", "watch", "patch"]
+# Swarm status: each pass publishes the seats and handoff cards seen by `kubectl get swarms`.
 - apiGroups: ["agentihooks.io"]
   resources: ["swarms/status"]
   verbs: ["patch"]
-# Worker Pods: read to classify failed attempts (OOM kill, eviction, node loss, image pull), create
-# exactly one replacement per decision (a GET of the known name answers an unknown create after a
-# restart), delete fenced Pods.
+# Worker Pods: listed and watched to classify failed attempts (OOM kill, eviction, node loss, image
+# pull); created once per decision; read by name to observe a create whose outcome is unknown after a
+# restart; deleted once fenced.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
-# Launch records: the ConfigMap `swarm-<execution_id>-launch` mounted into each worker; read back to
-# observe a create whose outcome is unknown, deleted with the fenced attempt.
+# Launch records: the ConfigMap `swarm-<execution_id>-launch` mounted into each worker, created with
+# the attempt and deleted with the fenced attempt.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "create", "delete"]
-# Secrets: read the masters' credential Secrets named in the Swarm, and create/delete each attempt's
-# worker credential so that fencing revokes it.
+  verbs: ["create", "delete"]
+# Secrets: each attempt's worker credential is created with it (patched when a crashed launch left
+# one behind) and deleted when the attempt is fenced, so fencing revokes it; the control API reads the
+# masters' credential Secrets named in the Swarm.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "create", "delete"]
-# Events: every fence and recovery decision is reported as a Kubernetes Event on the Swarm.
+  verbs: ["get", "create", "patch", "delete"]
+# Events: every fence, decision, replacement and outcome is reported as an Event.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
@@ -39,17 +40,9 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 
 {{/* Rules on cluster-scoped objects: needed in both modes, always in a ClusterRole. */}}
 {{- define "agentihooks.rbac.clusterRules" -}}
-# Namespaces: kopf observes which namespaces exist so its watchers follow them.
-- apiGroups: [""]
-  resources: ["namespaces"]
-  verbs: ["list", "watch"]
 # Nodes: a worker whose node is NotReady or gone is classified node_lost (read-only; without it,
 # node loss is seen only once the Pod status says so).
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["list"]
-# CustomResourceDefinitions: kopf observes CRDs so it starts watching Swarms once the CRD is served.
-- apiGroups: ["apiextensions.k8s.io"]
-  resources: ["customresourcedefinitions"]
-  verbs: ["list", "watch"]
 {{- end -}}

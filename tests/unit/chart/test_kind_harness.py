@@ -171,17 +171,22 @@ def test_verdict_refuses_anything_else(
         checks.verdict("oom", card, pods, 1)
 
 
-def test_new_card_ignores_cards_from_earlier_runs() -> None:
+def test_card_is_the_one_of_the_failed_execution() -> None:
     status = {
         "handoffs": [
-            {"seat": "oom", "at": "2026-01-01T00:00:00Z", "continuity": "fresh"},
-            {"seat": "oom", "at": "2026-01-02T00:00:00Z", "continuity": "pending"},
-            {"seat": "evict", "at": "2026-01-03T00:00:00Z"},
+            {"seat": "oom", "execution_id": "exe-old", "at": 1, "continuity": "fresh"},
+            {"seat": "oom", "execution_id": "exe-new", "at": 2, "continuity": "pending"},
+            {"seat": "evict", "execution_id": "exe-other", "at": 3},
         ]
     }
-    assert checks.new_card(status, "oom", {"2026-01-01T00:00:00Z"})["at"] == "2026-01-02T00:00:00Z"
-    assert checks.new_card(status, "oom", {"2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"}) is None
-    assert checks.reported(checks.new_card(status, "oom", {"2026-01-01T00:00:00Z"})) is None
+    assert checks.card_for(status, "oom", "exe-new")["at"] == 2
+    assert checks.card_for(status, "oom", "exe-other") is None, "another seat's card"
+    assert checks.card_for({}, "oom", "exe-new") is None
+    assert checks.reported(checks.card_for(status, "oom", "exe-new")) is None, "still pending"
+    assert checks.reported(checks.card_for(status, "oom", "exe-old"))["continuity"] == "fresh"
+    pod = _pod("swarm-exe-new", 2)
+    pod["metadata"]["labels"]["swarm.agentihooks.io/execution-id"] = "exe-new"
+    assert checks.execution_of(pod) == "exe-new"
 
 
 def test_main_reports_a_failed_check_as_one_json_line(
@@ -207,3 +212,26 @@ def test_main_reports_a_failed_check_as_one_json_line(
     )
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 1 and line["ok"] is False and line["scenario"] == "evict"
+
+
+def test_decision_script_drives_the_real_cli(tmp_path: Path) -> None:
+    """The command the checks exec in the operator Pod reaches the real `agentihooks` CLI's verb.
+
+    No controller listens on the URL, so the CLI must fail with its one-line "unreachable" error (not a
+    usage error, which would mean the verb or its arguments are wrong).
+    """
+    cli = shutil.which("agentihooks")
+    assert cli, "the project's console scripts are installed"
+    env = {
+        "PATH": str(Path(cli).parent) + ":/usr/bin:/bin",
+        "AGENTIHOOKS_CONTROL_URL": "http://127.0.0.1:9",
+        "AGENTIHOOKS_OPERATOR_TOKEN": "t0ken",
+        "HOME": str(tmp_path),
+    }
+    res = subprocess.run(
+        ["sh", "-c", checks.DECIDE_SCRIPT, "e2e", "oom", "fresh"], capture_output=True, text=True, env=env
+    )
+    out = res.stdout + res.stderr
+    assert res.returncode not in (0, 2), out
+    assert out.strip().startswith("error:") and "Traceback" not in out
+    assert "t0ken" not in out

@@ -154,7 +154,7 @@ def test_cluster_wide_uses_one_cluster_role(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["cluster-wide"])
     assert not by_kind(docs, "Role") and not by_kind(docs, "RoleBinding")
     resources = {r for rule in one(docs, "ClusterRole")["rules"] for r in rule["resources"]}
-    assert {"swarms", "pods", "namespaces"} <= resources
+    assert {"swarms", "pods", "nodes"} <= resources
     env = env_of(_operator(docs))
     assert env["AGENTIHOOKS_NAMESPACES"]["value"] == "", "empty means every namespace"
     sa = one(docs, "ServiceAccount")
