@@ -16,6 +16,8 @@ from pathlib import Path
 from agentihooks_checkpoint.scope import safe_segment
 
 SUBDIRS = ("homes", "run", "checkouts", "worktrees", "spool", "tmp", "profiles")
+#: The worker's own credentials: the agent never sees them.
+WORKER_ONLY = ("AGENTIHOOKS_WORKER_TOKEN",)
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,10 @@ class AttemptLayout:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """``base`` (default: this process's environment) with the harness paths set."""
+        """``base`` (default: this process's environment) with the harness paths set, credentials removed."""
         env = dict(os.environ if base is None else base)
+        for name in WORKER_ONLY:
+            env.pop(name, None)
         env["HOME"] = str(self.home)
         env["CLAUDE_CONFIG_DIR"] = str(self.claude_config_dir)
         env["CODEX_HOME"] = str(self.codex_home)

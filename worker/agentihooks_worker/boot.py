@@ -15,14 +15,17 @@ failure exits 70. Nothing falls back to a weaker continuity.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentihooks_checkpoint.errors import CheckpointError
 from agentihooks_checkpoint.launch import LaunchRecord
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
+from agentihooks_checkpoint.stores.remote import ControlRefused
 
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
@@ -35,7 +38,7 @@ from .report import OutcomeReporter, emit, event_line, restore_verified_line
 from .restorer import Restored, Restorer, RestoreRequest
 from .settings import WorkerSettings
 from .source import project_remote
-from .store_open import open_store
+from .store_open import control_reporter, open_store
 from .supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -103,7 +106,10 @@ class Boot:
             self._clone_fresh(launch, layout)
         if harness.name == "claude":
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
-        store = open_store(self.settings, launch)
+        environ = os.environ if self.environ is None else self.environ
+        store = open_store(self.settings, launch, environ)
+        if launch.checkpoint_remote and self.reporter is None:
+            self.reporter = control_reporter(launch, environ)
         state = AttemptState(layout.root / "run")
         restored = state.load()
         if restored is None:
@@ -116,7 +122,7 @@ class Boot:
             state.save(restored)
             self.restorer.on_step("restored")
         if launch.checkpoint_remote and self.reporter is not None and not state.done("reported"):
-            self.reporter.report_outcome(restored.outcome)
+            self._report_outcome(self.reporter, restored)
             state.mark("reported")
         if launch.restore is not None and not state.done("logged"):
             emit(restore_verified_line(restored.outcome))
@@ -132,6 +138,20 @@ class Boot:
         ):
             self._initial_capture(ctx, self.capture_hook, state)
         return ctx
+
+    @staticmethod
+    def _report_outcome(reporter: OutcomeReporter, restored: Restored) -> None:
+        """Tell the controller what continuity was delivered; a refusal stops the launch."""
+        try:
+            reporter.report_outcome(restored.outcome)
+        except ControlRefused as e:
+            if 400 <= e.status < 500:
+                raise Refused(
+                    "outcome_refused", f"the controller refused the restore outcome ({e.code})"
+                ) from e
+            raise WorkerError(f"reporting the restore outcome failed ({e.status})") from e
+        except CheckpointError as e:
+            raise WorkerError("reporting the restore outcome failed: the controller cannot be reached") from e
 
     def _initial_capture(self, ctx: BootContext, hook: LiveCapture, state: AttemptState) -> None:
         """One capture under this attempt's generation right after the restore (once per attempt)."""

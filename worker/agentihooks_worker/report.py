@@ -1,9 +1,9 @@
 """What a restored worker tells the world: the controller (via a reporter) and its log.
 
-The controller's outcome and progress routes belong to the control API; until
-that client exists the boot takes any :class:`OutcomeReporter`, and a launch
-that asks for ``checkpoint_remote`` is refused rather than silently not
-reporting. The ``restore_verified`` line carries identifiers and counts only.
+The boot talks to the controller through an :class:`OutcomeReporter` (the
+contract's ``ControlReporter`` over the control API's worker routes for a
+``checkpoint_remote`` launch; tests may pass their own). The
+``restore_verified`` line carries identifiers and counts only.
 """
 
 from __future__ import annotations

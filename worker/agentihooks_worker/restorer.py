@@ -25,11 +25,14 @@ from pathlib import Path
 
 from agentihooks_checkpoint.archive import ArchiveRefused
 from agentihooks_checkpoint.directive import Continuity, RestoreDirective, RestoreOutcome
+from agentihooks_checkpoint.errors import StoreError
 from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_checkpoint.layout import pointer_key
 from agentihooks_checkpoint.model import CheckpointRecord, Role
 from agentihooks_checkpoint.reasons import Reason
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
+from agentihooks_checkpoint.stores.remote import ControlRefused, RemoteStore
 from agentihooks_checkpoint.validator import Validator
 from agentihooks_checkpoint.verdict import StagedCheckpoint
 
@@ -107,6 +110,7 @@ class Restorer:
         scope = StoreScope(
             swarm=authority.swarm_id, task_id=authority.task_id, task_generation=registration.task_generation
         )
+        _check_credential(store, scope, directive.checkpoint_id)
         stage = req.layout.tmp / "restore-stage"
         shutil.rmtree(stage, ignore_errors=True)
         try:
@@ -203,3 +207,16 @@ class Restorer:
             raise refusal(Reason.CONVERSATION_MISMATCH, "the directive's session is not in the native files")
         version = check_native_version(harness, req.launch.agent[0], req.env, record.native_harness_version)
         return layout.harness_home / session.transcript, version
+
+
+def _check_credential(store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> None:
+    """Through the controller, tell a refused credential apart from a missing checkpoint."""
+    if not isinstance(store, RemoteStore):
+        return
+    try:
+        store.size_of(scope, pointer_key(checkpoint_id))
+    except ControlRefused as e:
+        if e.status in (401, 403):
+            raise Refused("forbidden_scope", detail="the controller refused this worker's credential") from e
+    except StoreError:
+        return  # unreachable: the verification that follows names it

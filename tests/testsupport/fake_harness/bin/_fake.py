@@ -21,6 +21,7 @@ def _on_signal(signum, frame):
 
 def log_run(entry):
     path = os.environ.get("FAKE_HARNESS_LOG")
+    entry["saw_worker_token"] = "AGENTIHOOKS_WORKER_TOKEN" in os.environ
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")

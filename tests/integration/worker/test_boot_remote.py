@@ -1,0 +1,112 @@
+"""``checkpoint_remote: true`` against the real control API: restore, outcome, captures and heartbeats.
+
+The controller (real aiohttp app, real Redis, real local store) fences an
+attempt and accepts a resume decision; the replacement boots from the launch
+record the controller would write, reads its checkpoint through the scoped
+routes with its own worker credential, reports its outcome, writes its own
+captures through the controller, and never hands its credential to the agent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_worker.boot import Boot
+from agentihooks_worker.errors import EXIT_REFUSED
+from agentihooks_worker.settings import WorkerSettings
+from testsupport.control_api import World, make_world
+from testsupport.fake_harness import BIN, CLAUDE
+
+from .conftest import events, harness_runs
+
+SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
+PROJECT = "github.com/example/app"
+
+
+def replacement_boot(w: World, tmp_path: Path, *, token: str | None = None) -> tuple[Boot, str, Any]:
+    eid = w.fail()
+    built = w.checkpoint(eid, kind="claude", harness_version="2.1.332", project_id=PROJECT)
+    decision = w.recoveries["swarm-a"].decide(eid, "resume", "operator", spec=w.specs["swarm-a"])
+    assert decision.replacement and decision.directive and decision.directive.recovery.value == "native"
+    plan = w.launcher.pods[decision.replacement]
+    launch = {
+        "schema_version": 1,
+        "authority": {
+            "execution_id": plan.execution_id,
+            "generation": plan.generation,
+            "task_id": plan.task_id,
+            "seat_id": plan.seat,
+            "swarm_id": "swarm-a",
+            "grant_id": plan.grant_id,
+        },
+        "harness": "claude",
+        "agent": [str(CLAUDE), "-p", "carry on"],
+        "control_url": w.url,
+        "registration": {
+            "projects": [PROJECT],
+            "task_generation": plan.task_generation,
+            "compatibility_key": plan.compatibility_key,
+        },
+        "restore": plan.directive.model_dump(mode="json") if plan.directive else None,
+        "restore_from": plan.restore_from.model_dump(mode="json") if plan.restore_from else None,
+        "checkpoint_remote": True,
+    }
+    (tmp_path / "launch.json").write_text(json.dumps(launch))
+    settings = WorkerSettings(
+        attempts_dir=tmp_path / "attempts",
+        launch_record=tmp_path / "launch.json",
+        project_remotes={PROJECT: str(built.worktree)},
+        capture_interval_seconds=0,
+    )
+    environ = {
+        "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+        "FAKE_HARNESS_LOG": str(tmp_path / "harness.log"),
+        "AGENTIHOOKS_WORKER_TOKEN": w.worker_token(plan.execution_id) if token is None else token,
+    }
+    return Boot(settings, environ=environ), plan.execution_id, built
+
+
+def test_remote_restore_reports_its_outcome_and_captures_through_the_controller(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "world").mkdir()
+    with make_world(redis_url, tmp_path / "world") as w:
+        boot, new, built = replacement_boot(w, tmp_path)
+        ctx = boot.prepare()
+        assert ctx.restored.outcome.recovery.value == "native"
+        recovery = w.recoveries["swarm-a"]
+        assert recovery.restore_outcomes_by_type["native"] == 1  # the controller stored the outcome
+        stored = json.loads(w.client.hget(recovery.keys.restore_outcomes, new))
+        assert stored["checkpoint_id"] == built.checkpoint_id
+        mine = w.store.list_checkpoints(SCOPE, execution_id=new)
+        assert len(mine) == 1 and mine[0].complete and mine[0].execution_generation == 2
+        assert boot.supervise(ctx) == 0
+        beat = json.loads(w.client.hget(recovery.keys.heartbeats, new))
+        assert beat["archive_watermark"] == built.watermark + 1
+        assert beat["session_id"] == built.session_id
+        assert len(w.store.list_checkpoints(SCOPE, execution_id=new)) == 2
+        run = harness_runs(tmp_path)[-1]
+        assert run["argv"] == ["--resume", built.session_id]
+        assert run["saw_worker_token"] is False
+        err = capsys.readouterr().err
+        assert len(events(err, "restore_verified")) == 1
+        assert w.worker_token(new) not in err
+
+
+def test_remote_restore_without_a_valid_credential_starts_nothing(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "world").mkdir()
+    with make_world(redis_url, tmp_path / "world") as w:
+        boot, new, _ = replacement_boot(w, tmp_path, token="not-the-credential")
+        assert boot.run() == EXIT_REFUSED
+        assert harness_runs(tmp_path) == []
+        assert w.client.hget(w.recoveries["swarm-a"].keys.restore_outcomes, new) is None
+        err = capsys.readouterr().err
+        assert len(events(err, "restore_refused")) == 1 and events(err, "restore_verified") == []
+        assert "not-the-credential" not in err
+        assert events(err, "restore_refused")[0]["reason"] == "forbidden_scope"
