@@ -10,9 +10,11 @@ def unknown_asset(name: str) -> HttpProblem:
     return HttpProblem(404, "unknown_asset", f"no such ledger asset: {name}")
 
 
-def bad_swarm_name(name: str) -> HttpProblem:
+def bad_swarm_name() -> HttpProblem:
+    """The path's swarm segment cannot be a swarm name; the value is not echoed back."""
     return HttpProblem(
         400,
         "invalid_swarm",
-        f"not a swarm name: {name!r} (letters, digits and . _ @ - only, at most 128 characters)",
+        "the swarm name in the path is not valid: it starts with a letter or digit and holds "
+        "letters, digits and . _ @ - only, at most 128 characters",
     )

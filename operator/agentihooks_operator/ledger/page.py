@@ -42,5 +42,5 @@ def asset(name: str) -> tuple[bytes, str]:
 def render_page(swarm: str, poll_ms: int) -> str:
     """The shell for ``swarm``; a name that cannot be a swarm is refused before it is echoed."""
     if not SWARM_NAME.fullmatch(swarm):
-        raise bad_swarm_name(swarm[:200])
+        raise bad_swarm_name()
     return _template().substitute(swarm=html.escape(swarm, quote=True), poll_ms=int(poll_ms))

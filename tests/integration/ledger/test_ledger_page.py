@@ -81,6 +81,7 @@ def test_card_appears_on_failure_then_resume_goes_pending_then_reports_native(
     resume.click()
     expect(card(b)).to_have_attribute("data-state", "pending")
     expect(card(b).locator("dd.continuity")).to_have_text("pending")
+    expect(card(b).locator("dd.decision")).to_have_text("Resume native")
     expect(card(b).get_by_role("button")).to_have_count(0)
     expect(row(b, "eng-1").locator(".badge")).to_have_text("RECOVERY PENDING")
     decision = json.loads(world.client.hget(world.recoveries["swarm-a"].keys.attempt_recoveries, lost))
@@ -158,6 +159,7 @@ def test_refusals_show_their_reason_on_the_card(world: World, browser: Browser) 
     refusal = card(b, "eng-1").locator("p.refusal")
     expect(refusal).to_have_text("Refused: no recovery decision is pending for this attempt")
     expect(card(b, "eng-1")).to_have_attribute("data-state", "pending")
+    expect(card(b, "eng-1").locator("dd.decision")).to_have_text("Start fresh")
 
     # The checkpoints vanish; eng-2's card still offers to continue from context until the next poll.
     world.drop_checkpoints()

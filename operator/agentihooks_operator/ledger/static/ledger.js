@@ -251,7 +251,13 @@
     const dl = el('dl');
     item(dl, 'Failure', card.reason, 'reason');
     item(dl, 'Fenced attempt', eid, 'execution');
-    item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
+    if (state === 'awaiting') {
+      item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
+    } else {
+      const chosen = card.resume_available ? card.resume_label || 'Resume' : 'Start fresh';
+      item(dl, 'Decision', chosen, 'decision');
+      item(dl, 'Checkpoint', card.checkpoint || 'none (fresh start)', 'checkpoint');
+    }
     if (card.successor) item(dl, 'Replacement', card.successor, 'successor');
     item(dl, 'Continuity', continuityText(card), 'continuity');
     node.append(dl);
