@@ -28,6 +28,20 @@ def _code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
 
+class _Body:
+    """A response body whose read errors surface as :class:`StoreError`."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            data: bytes = self._body.read(n if n >= 0 else None)
+        except (BotoCoreError, OSError) as e:
+            raise StoreError("object read was interrupted") from e
+        return data
+
+
 class S3Store(CheckpointStore):
     """Checkpoints in ``bucket`` under an optional key ``prefix``."""
 
@@ -60,7 +74,7 @@ class S3Store(CheckpointStore):
         except BotoCoreError as e:
             raise StoreError("object cannot be read") from e
         try:
-            yield cast(BinaryIO, body)
+            yield cast(BinaryIO, _Body(body))
         finally:
             body.close()
 

@@ -131,7 +131,10 @@ def capture(
         raise CaptureError("this checkpoint is already committed")
     work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
     try:
-        files, exclusions, base, head, branch = _stage(req, work)
+        try:
+            files, exclusions, base, head, branch = _stage(req, work)
+        except (OSError, ArchiveRefused) as e:
+            raise CaptureError("the capture inputs could not be read or archived") from e
         for path in files.values():
             path.chmod(0o600)  # conversation content stays private even in the work folder
         entries: list[ArtifactEntry] = []
