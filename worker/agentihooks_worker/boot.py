@@ -74,6 +74,8 @@ class Boot:
         self.context: BootContext | None = None
         self.capture_hook: LiveCapture | None = None
         self._execution_id: str | None = None
+        #: (session id, watermark) the first capture reported, so the supervisor only reports changes.
+        self.initial_progress: tuple[str | None, int | None] = (None, None)
 
     def run(self) -> int:
         try:
@@ -168,6 +170,17 @@ class Boot:
             return
         self.restorer.on_step("initial_capture")
         state.mark("initial_capture", result.checkpoint_id if result else True)
+        if result is not None:
+            self.initial_progress = (result.session_id, result.watermark)
+            if ctx.launch.checkpoint_remote and self.reporter is not None:
+                try:
+                    self.reporter.report_progress(a.execution_id, result.session_id, result.watermark)
+                except CheckpointError as e:
+                    emit(
+                        event_line(
+                            "progress_report_failed", execution_id=a.execution_id, error=type(e).__name__
+                        )
+                    )
 
     def supervise(self, ctx: BootContext) -> int:
         """Step 11: run the harness under the supervisor."""
@@ -187,6 +200,7 @@ class Boot:
             on_progress=progress,
             kill_seconds=ctx.launch.kill_seconds,
         )
+        sup.last_reported = self.initial_progress
         code = sup.run()
         emit(event_line("harness_exited", execution_id=a.execution_id, exit_code=code))
         return code

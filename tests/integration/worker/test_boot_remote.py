@@ -84,6 +84,11 @@ def test_remote_restore_reports_its_outcome_and_captures_through_the_controller(
         assert stored["checkpoint_id"] == built.checkpoint_id
         mine = w.store.list_checkpoints(SCOPE, execution_id=new)
         assert len(mine) == 1 and mine[0].complete and mine[0].execution_generation == 2
+        first_beat = json.loads(w.client.hget(recovery.keys.heartbeats, new))  # reported by the first capture
+        assert (first_beat["session_id"], first_beat["archive_watermark"]) == (
+            built.session_id,
+            built.watermark,
+        )
         assert boot.supervise(ctx) == 0
         beat = json.loads(w.client.hget(recovery.keys.heartbeats, new))
         assert beat["archive_watermark"] == built.watermark + 1
