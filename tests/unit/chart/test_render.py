@@ -194,6 +194,7 @@ def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
     assert "/v1/executions/$EXECUTION/restore-decision" in notes
     assert "port-forward svc/rel-agentihooks-recovery" in notes
     assert "get secret agentihooks-operator-token" in notes
+    assert 'AGENTIHOOKS_TOKEN="$OPERATOR_TOKEN"' in notes
 
 
 def test_older_clusters_are_refused(helm: Helm) -> None:
