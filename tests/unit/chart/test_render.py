@@ -195,6 +195,7 @@ def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
     assert "port-forward svc/rel-agentihooks-recovery" in notes
     assert "get secret agentihooks-operator-token" in notes
     assert 'AGENTIHOOKS_TOKEN="$OPERATOR_TOKEN"' in notes
+    assert "http://127.0.0.1:8080/ledger/SWARM-NAME" in notes
 
 
 def test_older_clusters_are_refused(helm: Helm) -> None:
