@@ -15,6 +15,8 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores import LocalStore, S3Store, store_from_env
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.validator import Validator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from testsupport.checkpoints import build_checkpoint, edit_record
 
 SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
@@ -182,3 +184,35 @@ def socket_port() -> Any:
             yield s.getsockname()[1]
 
     return cm()
+
+
+@pytest.fixture(scope="module")
+def s3_flip(s3_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[S3Store, Any, list[str]]:
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="flip-module")
+    store = S3Store("flip-module", client)
+    b = build_checkpoint(store, SCOPE, tmp_path_factory.mktemp("s3flip"), kind="codex")
+    keys = [store.read_pointer(SCOPE, b.checkpoint_id)[0]]
+    keys += [object_key(d) for d in sorted(set(b.record.artifact_hashes.values()))]
+    return store, b, keys
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_s3_any_flipped_byte_is_detected(
+    s3_flip: tuple[S3Store, Any, list[str]], data: st.DataObject
+) -> None:
+    store, b, keys = s3_flip
+    index = data.draw(st.integers(0, len(keys) - 1))
+    original = store.read_bytes(SCOPE, keys[index], 1 << 24)
+    offset = data.draw(st.integers(0, len(original) - 1))
+    flipped = bytearray(original)
+    flipped[offset] ^= data.draw(st.integers(1, 255))
+    s3_put(store, keys[index], bytes(flipped))
+    try:
+        v = Validator().verify(
+            store, SCOPE, b.checkpoint_id, execution_id=b.execution_id, execution_generation=1
+        )
+        assert str(v) == ("corrupt_manifest" if index == 0 else "corrupt_object")
+    finally:
+        s3_put(store, keys[index], original)
