@@ -4,16 +4,28 @@ A library with no Kubernetes in it. See ``docs/concepts.md`` for the ideas and
 :class:`Recovery` for the entry point.
 """
 
-from .errors import NO_CHECKPOINT, NOT_PENDING, InjectedFault, InvalidInput, LeaseLost, RecoveryRefused
+from .broker import AccountBroker, HttpBroker, HttpBrokers
+from .errors import (
+    NO_CHECKPOINT,
+    NOT_PENDING,
+    InjectedFault,
+    InvalidInput,
+    LeaseLost,
+    RecoveryRefused,
+    ResumeRefused,
+)
 from .launcher import CrashAt, FaultInjector, ReplacementLauncher
 from .models import (
     AttemptObservation,
     DecisionResult,
     HandoffCard,
+    HeldStep,
     LaunchPlan,
     PassReport,
     RecoveryEvent,
+    RecoveryProgress,
     Refusal,
+    StepProgress,
 )
 from .records import FenceRecord, LedgerRow, StoredOutcome
 from .recovery import Recovery
@@ -21,12 +33,16 @@ from .recovery import Recovery
 __all__ = [
     "NOT_PENDING",
     "NO_CHECKPOINT",
+    "AccountBroker",
     "AttemptObservation",
     "CrashAt",
     "DecisionResult",
     "FaultInjector",
     "FenceRecord",
     "HandoffCard",
+    "HeldStep",
+    "HttpBroker",
+    "HttpBrokers",
     "InjectedFault",
     "InvalidInput",
     "LaunchPlan",
@@ -35,8 +51,11 @@ __all__ = [
     "PassReport",
     "Recovery",
     "RecoveryEvent",
+    "RecoveryProgress",
     "RecoveryRefused",
     "Refusal",
     "ReplacementLauncher",
+    "ResumeRefused",
+    "StepProgress",
     "StoredOutcome",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..swarm import SwarmSpec
+from . import held
 from .context import Ctx
 from .models import HandoffCard
 from .policy import card_reason, resume_label
@@ -21,6 +22,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
     fenced, rows = attempts(w, [handoffs[s.name] for s in seats], [s.task.id for s in seats])
     successors = [a.decision.replacement for a in fenced.values() if a.decision and a.decision.replacement]
     after, _ = attempts(w, successors)
+    waiting = {r.execution_id: held.view(r) for r in held.live(ctx)} if fenced else {}
     out = []
     for seat in seats:
         att = fenced[handoffs[seat.name]]
@@ -65,6 +67,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 resume_available=available,
                 resume_label=label,
                 outcome=outcome,
+                held=waiting.get(fence.execution_id),
             )
         )
     return out

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
 
+from ..swarm import SwarmSpec
+from .broker import AccountBroker, BrokerSource, HttpBrokers
 from .launcher import FaultInjector, ReplacementLauncher
 from .policy import usable_checkpoint
 from .writer import Writer
@@ -31,6 +33,8 @@ class Ctx:
     launcher: ReplacementLauncher
     faults: FaultInjector
     clock: Callable[[], int] | None = None
+    #: Builds a swarm's external account broker; only used when its spec names one.
+    brokers: BrokerSource = field(default_factory=HttpBrokers)
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
@@ -40,6 +44,12 @@ class Ctx:
             if len(self._locks) > 10000:
                 self._locks = {k: v for k, v in self._locks.items() if v.locked()}
             return self._locks.setdefault(execution_id, threading.Lock())
+
+    def broker(self, spec: SwarmSpec | None) -> AccountBroker | None:
+        """The swarm's external account broker, or ``None`` for the built-in pool in Redis."""
+        if spec is None or spec.account_broker is None:
+            return None
+        return self.brokers(spec.account_broker)
 
     @property
     def swarm(self) -> str:

@@ -39,3 +39,27 @@ class InvalidInput(RecoveryError):
 
 class InjectedFault(RecoveryError):
     """Raised by a :class:`FaultInjector` at a named write point (tests and drills only)."""
+
+
+class ResumeRefused(RecoveryError):
+    """A resume of a held recovery that was refused; nothing was sent and the record is unchanged.
+
+    ``code`` is the wire code (``checkpoint_not_found``, ``resume_token_invalid``, ``observed_invalid``,
+    ``observed_required``, ``plan_changed``), ``status`` its HTTP status and ``steps`` names the steps
+    concerned (never a token).
+    """
+
+    STATUS = {
+        "checkpoint_not_found": 404,
+        "resume_token_invalid": 403,
+        "observed_invalid": 400,
+        "observed_required": 400,
+        "plan_changed": 409,
+    }
+
+    def __init__(self, code: str, message: str, steps: list[dict[str, object]] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = self.STATUS[code]
+        self.message = message
+        self.steps = steps or []

@@ -1,5 +1,8 @@
 """The steps of a failed attempt: fence → release grant → release account → retire → decide.
 
+With an external account broker the account step is :func:`.account.account_step`
+(journaled; it may stop the attempt's recovery as ``held``).
+
 Each step is journaled. Fence and releases are atomic Lua scripts whose journal
 marks are written in the same script, so a resumed pass simply skips what the
 journal (or the fence's ``released`` list) shows as done. Retiring the fenced
@@ -13,6 +16,7 @@ import logging
 from dataclasses import dataclass
 
 from ..swarm import SwarmSpec
+from .account import account_step
 from .context import Ctx
 from .deciding import accept, result_of
 from .models import PassReport
@@ -99,7 +103,13 @@ def recover(
         ctx.w.run("release", {"execution_id": eid, "kind": "grant", "marks": [[eid, "release_grant", "ok"]]})
         ctx.point("after:release_grant")
     retire_unsent = False
-    if "account" not in released:
+    broker = ctx.broker(spec)
+    if "account" not in released and broker is not None:
+        # An external broker: journaled, observed before re-sending, possibly held for the operator.
+        if account_step(ctx, fence, broker) != "ok":
+            return
+        retire_unsent = att.step("retire") is None
+    elif "account" not in released:
         ctx.point("before:release_account")
         ctx.w.run(
             "release",

@@ -41,6 +41,7 @@ ADDED_PARTS = (
     "seat-handoffs",
     "recovery-metrics",
     "recovery-events",
+    "held-recoveries",
 )
 #: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
 SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
@@ -145,3 +146,7 @@ class SwarmKeys:
     @property
     def recovery_events(self) -> str:
         return self.part("recovery-events")
+
+    @property
+    def held_recoveries(self) -> str:
+        return self.part("held-recoveries")

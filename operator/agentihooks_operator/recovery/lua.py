@@ -52,12 +52,21 @@ local function event(kind, exec, seat, expected, observed, detail)
     'observed_generation', tostring(nn(observed) or ''), 'epoch', tostring(epoch),
     'detail', detail or '', 'at_ms', tostring(now))
 end
+-- A step record of a held recovery (``held`` or a resumed ``step``): never carries a token.
+local function step_event(kind, e)
+  redis.call('XADD', K['recovery-events'], 'MAXLEN', '~', maxlen, '*', 'type', kind,
+    'execution_id', e.execution_id, 'seat', e.seat, 'expected_generation', '', 'observed_generation', '',
+    'epoch', tostring(epoch), 'detail', e.detail or '', 'at_ms', tostring(now),
+    'parent_call', e.call, 'path', e.path, 'resumed', e.resumed and '1' or '0',
+    'observed', nn(e.observed) or '', 'sent', (e.sent == true and '1') or (e.sent == false and '0') or '')
+end
 local function mark(exec, step, status)
   local j = jget(K['attempt-journal'], exec) or {}
   j[step] = {status=status, epoch=epoch, at_ms=now}
   jset(K['attempt-journal'], exec, j)
 end
 local function done(result)
+  if P.step_events then for _, e in ipairs(P.step_events) do step_event('step', e) end end
   if P.marks then for _, m in ipairs(P.marks) do mark(m[1], m[2], m[3]) end end
   if P.finish then for _, e in ipairs(P.finish) do redis.call('HDEL', K['recovery-work'], e) end end
   result.ok = true

@@ -7,6 +7,8 @@ yet, ...) so two controllers or two threads can never both apply a step.
 
 from __future__ import annotations
 
+from .held_lua import HELD_BODIES
+
 ADMIT = r"""
 local cur = redis.call('HGET', K['seats'], P.seat)
 if cur then return refuse('seat_taken', {existing=cur}) end
@@ -78,6 +80,8 @@ if P.kind == 'grant' then
   redis.call('HDEL', K['worker-credentials'], id)
 else
   redis.call('HSET', K['account-slots'], id, 'ended')
+  if nn(P.how) then f.account_release = P.how end
+  f.held = nil
 end
 table.insert(rel, P.kind)
 f.released = rel
@@ -196,4 +200,5 @@ BODIES = {
     "heartbeat": HEARTBEAT,
     "pause": PAUSE,
     "marks": MARKS,
+    **HELD_BODIES,
 }

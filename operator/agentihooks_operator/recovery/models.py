@@ -99,6 +99,45 @@ class PassReport(BaseModel):
     round_trips: int = 0
 
 
+class HeldStep(_Model):
+    """A recovery step waiting for the operator's answer (on a handoff card and in listings)."""
+
+    call: str
+    execution_id: str
+    seat: str
+    step: str
+    since_ms: int
+    expires_at_ms: int
+    #: The answers the step takes (``POST /v1/recoveries/{call}/resume`` ``observed`` values).
+    accepts: list[str] = Field(default_factory=lambda: ["applied", "not_applied"])
+
+
+class StepProgress(_Model):
+    """One step of a held recovery's progress; ``path`` is what ``observed`` names."""
+
+    path: str
+    status: Literal["ok", "unknown", "failed", "held", "skipped"]
+    #: For a step that waits for an answer: the values ``observed`` may give it.
+    accepts: list[str] | None = None
+    #: ``kept`` for a step that ran ok before this resume and was not sent again.
+    resumed: str | None = None
+
+
+class RecoveryProgress(_Model):
+    """What a held recovery did: every step with its status; a new token while it is not finished."""
+
+    call: str
+    execution_id: str
+    seat: str
+    status: Literal["ok", "unknown", "failed", "held", "skipped"]
+    progress: list[StepProgress]
+    summary: str
+    #: Returned once, only while the recovery is not finished; the previous token stops working.
+    resume_token: str | None = None
+    #: ``resume_failed`` when the resume stopped on an internal error (the checkpoint is dropped).
+    error: str | None = None
+
+
 class HandoffCard(_Model):
     """One row of ``status --json`` ``handoffs[]`` and of the ledger's Handoff outcomes panel."""
 
@@ -115,13 +154,15 @@ class HandoffCard(_Model):
     resume_available: bool = False
     resume_label: str | None = None
     outcome: StoredOutcome | None = None
+    #: The step this seat's recovery is held at, while it waits for an observation.
+    held: HeldStep | None = None
 
 
 class RecoveryEvent(_Model):
     """One entry of the swarm's bounded telemetry stream."""
 
     id: str
-    type: Literal["fence", "recovery", "outcome"]
+    type: Literal["fence", "recovery", "outcome", "held", "step"]
     execution_id: str
     seat: str
     expected_generation: int | None = None
@@ -129,3 +170,9 @@ class RecoveryEvent(_Model):
     epoch: int
     detail: str = ""
     at_ms: int
+    #: For ``held`` and resumed ``step`` records: the held recovery's call and the step's path.
+    parent_call: str | None = None
+    path: str | None = None
+    resumed: bool | None = None
+    observed: str | None = None
+    sent: bool | None = None

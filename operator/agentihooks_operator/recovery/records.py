@@ -97,6 +97,11 @@ class FenceRecord(_Record):
     )
     superseded_legacy: bool = False
     task_id: str | None = None
+    #: Set while a release step is held: ``{"step", "call", "since_ms"}`` (cleared when it is resolved).
+    held: dict[str, Any] | None = None
+    #: How the account release was known to have happened: ``built-in``, ``confirmed``, ``observed``
+    #: (the controller asked the broker) or ``reported`` (the operator answered ``applied``).
+    account_release: str | None = None
 
 
 class DecisionRecord(_Record):
@@ -158,6 +163,25 @@ class JournalEntry(_Record):
     status: StepStatus
     epoch: int
     at_ms: int
+
+
+class HeldRecovery(_Record):
+    """``held-recoveries[call]``: a recovery stopped at a step only the operator can answer.
+
+    Holds the SHA-256 hex of the current resume token, never the token.
+    ``state`` is ``resuming`` while one resume request owns it.
+    """
+
+    call: str
+    execution_id: str
+    seat: str
+    step: StepName
+    since_ms: int
+    expires_at_ms: int
+    token_hash: str
+    plan: str
+    seq: int
+    state: Literal["held", "resuming"] = "held"
 
 
 class RecoveryRequest(_Record):

@@ -16,7 +16,8 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
-from . import choices, credentials, outcomes, seats, telemetry
+from . import choices, credentials, held, outcomes, resume, seats, telemetry
+from .broker import BrokerSource
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
 from .keys import SwarmKeys
@@ -27,9 +28,11 @@ from .models import (
     Choice,
     DecisionResult,
     HandoffCard,
+    HeldStep,
     LaunchPlan,
     PassReport,
     RecoveryEvent,
+    RecoveryProgress,
 )
 from .passes import run_pass
 from .reads import one
@@ -59,6 +62,7 @@ class Recovery:
         lease_ms: int = 15000,
         clock: Callable[[], int] | None = None,
         faults: FaultInjector | None = None,
+        brokers: BrokerSource | None = None,
     ) -> None:
         if not holder or len(holder) > 200:
             raise ValueError("holder must name this controller (1-200 characters)")
@@ -66,6 +70,8 @@ class Recovery:
         self._w = Writer(client, self.keys, holder, clock)
         self._lease = Lease(self._w, lease_ms)
         self._ctx = Ctx(self._w, catalog, launcher, faults or no_faults, clock)
+        if brokers is not None:
+            self._ctx.brokers = brokers
         self._spec: SwarmSpec | None = None
 
     # -- lease -------------------------------------------------------------------------------
@@ -227,3 +233,25 @@ class Recovery:
     def events(self, count: int = 100) -> list[RecoveryEvent]:
         """The newest telemetry events, oldest first."""
         return telemetry.events(self._w, count)
+
+    # -- held recoveries ---------------------------------------------------------------------
+    def held_recoveries(self) -> list[HeldStep]:
+        """Recoveries held at a step that waits for the operator (not expired), oldest first."""
+        return [held.view(r) for r in held.live(self._ctx)]
+
+    def held_recovery(self, call: str) -> HeldStep | None:
+        rec = held.get(self._ctx, call)
+        return held.view(rec) if rec is not None else None
+
+    def issue_resume_token(self, call: str) -> str | None:
+        """A new resume token for held recovery ``call`` (returned once; earlier tokens stop working)."""
+        self._leader()
+        issued = held.issue(self._ctx, call)
+        return issued[1] if issued is not None else None
+
+    def resume_recovery(
+        self, call: str, token: str, observed: dict[str, str], *, spec: SwarmSpec | None = None
+    ) -> RecoveryProgress:
+        """Resume a held recovery with the operator's observations; raises ``ResumeRefused``."""
+        self._leader()
+        return resume.resume(self._ctx, spec or self._spec, call, token, observed, paused=self.paused())

@@ -50,7 +50,7 @@ def events(w: Writer, count: int = 100) -> list[RecoveryEvent]:
         out.append(
             RecoveryEvent(
                 id=_s(eid),
-                type=f["type"],  # type: ignore[arg-type]
+                type=f["type"],  # type: ignore[arg-type,unused-ignore]
                 execution_id=f["execution_id"],
                 seat=f["seat"],
                 expected_generation=int(f["expected_generation"]) if f["expected_generation"] else None,
@@ -58,6 +58,11 @@ def events(w: Writer, count: int = 100) -> list[RecoveryEvent]:
                 epoch=int(f["epoch"]),
                 detail=f.get("detail", ""),
                 at_ms=int(f["at_ms"]),
+                parent_call=f.get("parent_call") or None,
+                path=f.get("path") or None,
+                resumed=(f["resumed"] == "1") if "resumed" in f else None,
+                observed=f.get("observed") or None,
+                sent={"1": True, "0": False}.get(f.get("sent", "")),
             )
         )
     return out
