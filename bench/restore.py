@@ -179,8 +179,10 @@ def restore_once(store: LocalStore, session: str, origin: Path, work: Path, clau
     )
     marks: list[tuple[str, float]] = []
     start = time.perf_counter()
-    restored = Restorer(on_step=lambda step: marks.append((step, time.perf_counter()))).restore(req)
+    restorer = Restorer(on_step=lambda step: marks.append((step, time.perf_counter())))
+    restored = restorer.restore(req)
     elapsed = time.perf_counter() - start
+    restorer.wait_cleanup()  # the stage folder is freed in the background, after the harness could start
     assert restored.outcome.recovery.value == "native"
     prev = start
     for step, at in marks:

@@ -19,6 +19,8 @@ under its continuity type.
 from __future__ import annotations
 
 import shutil
+import threading
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +88,7 @@ class Restorer:
         self.metrics = RestoreMetrics()
         #: Called after each step that wrote something (tests crash the restore there).
         self.on_step = on_step or (lambda _step: None)
+        self._cleanups: list[threading.Thread] = []
 
     def restore(self, req: RestoreRequest) -> Restored:
         """Deliver the launch record's directive or raise :class:`Refused`."""
@@ -133,7 +136,23 @@ class Restorer:
                 )
             return self._apply(req, directive, record, staged)
         finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            self._discard(stage)
+
+    def _discard(self, stage: Path) -> None:
+        """Remove the stage folder in the background: freeing its space need not delay the harness."""
+        if not stage.exists():
+            return
+        trash = stage.with_name(f"{stage.name}.discard-{uuid.uuid4().hex[:8]}")
+        stage.rename(trash)
+        worker = threading.Thread(target=shutil.rmtree, args=(trash, True), name="stage-cleanup", daemon=True)
+        worker.start()
+        self._cleanups.append(worker)
+
+    def wait_cleanup(self) -> None:
+        """Wait for background removals (tests and benchmarks)."""
+        for worker in self._cleanups:
+            worker.join()
+        self._cleanups.clear()
 
     def _apply(
         self,
