@@ -103,8 +103,18 @@ def test_card_appears_on_failure_then_resume_goes_pending_then_reports_native(
     no_errors(b)
 
 
-def test_token_goes_only_into_the_authorization_header(world: World, browser: Browser) -> None:
+def test_token_goes_only_into_the_authorization_header(
+    world: World, browser: Browser, caplog: pytest.LogCaptureFixture
+) -> None:
     b = browser
+    caplog.set_level("DEBUG")
+    b.page.goto(f"{world.url}/ledger/swarm-a")
+    b.page.get_by_label("Access token").fill("not a token \u00fc")
+    b.page.get_by_role("button", name="Sign in").click()
+    expect(b.page.locator("#signin-problem")).to_contain_text("That is not a bearer token")
+    expect(b.page.get_by_label("Access token")).to_be_focused()
+    assert not [u for u, _ in b.requests if "/v1/" in u]
+
     sign_in(b, world, "operator")
     token = world.tokens["operator"]
     expect(b.page.locator("#tasks")).to_be_visible()
@@ -117,6 +127,7 @@ def test_token_goes_only_into_the_authorization_header(world: World, browser: Br
         assert "cookie" not in headers
     assert b.page.evaluate("document.cookie") == ""
     assert not any(token in m for m in b.console)
+    assert not any(token in r.getMessage() for r in caplog.records)
     b.page.get_by_role("button", name="Sign out").click()
     expect(b.page.get_by_label("Access token")).to_be_focused()
     assert b.page.evaluate("window.sessionStorage.length") == 0

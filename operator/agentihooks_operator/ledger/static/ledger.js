@@ -5,6 +5,7 @@
 
 (function () {
   const TOKEN_KEY = 'agentihooks.ledger.token';
+  const TOKEN_SHAPE = /^[A-Za-z0-9\-._~+/]{1,4096}=*$/; // the control API's bearer token syntax
   const body = document.body;
   const swarm = body.dataset.swarm;
   const pollMs = Math.max(200, Number(body.dataset.pollMs) || 2000);
@@ -90,7 +91,15 @@
     const input = $('token');
     const value = input.value.trim();
     input.value = '';
-    if (!value) return;
+    if (!TOKEN_SHAPE.test(value)) {
+      // Never echoed: the message names what is wrong, not the value.
+      $('signin-problem').textContent =
+        'That is not a bearer token: use letters, digits and - . _ ~ + / only (optionally ending in =).';
+      show('signin-problem', true);
+      input.focus();
+      return;
+    }
+    show('signin-problem', false);
     token = value;
     try {
       window.sessionStorage.setItem(TOKEN_KEY, token);
