@@ -99,7 +99,8 @@ class Restorer:
             self.metrics.refused(r.reason)
             r.counted = True
             raise
-        self.metrics.outcome(restored.outcome.recovery.value)
+        if req.launch.restore is not None:  # a first launch restores nothing and is not counted
+            self.metrics.outcome(restored.outcome.recovery.value)
         return restored
 
     def _restore(self, req: RestoreRequest, directive: RestoreDirective) -> Restored:

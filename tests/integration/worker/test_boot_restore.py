@@ -142,3 +142,19 @@ def test_existing_repository_at_base_is_used(scenario: ScenarioFactory) -> None:
     sc.settings = sc.settings.model_copy(update={"project_remotes": {}})
     ctx = sc.boot().prepare()
     assert_source_restored(ctx.layout.worktree, sc.built)
+
+
+def test_first_launch_without_a_directive_restores_nothing(
+    scenario: ScenarioFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sc = scenario("claude", "fresh")
+    del sc.launch["restore"], sc.launch["restore_from"]
+    boot = sc.boot()
+    ctx = boot.prepare()
+    assert ctx.restored.argv == sc.launch["agent"] and ctx.restored.record is None
+    assert events(capsys.readouterr().err, "restore_verified") == []
+    assert boot.restorer.metrics.snapshot() == {"restore_outcomes_by_type": {}}
+    assert boot.supervise(ctx) == 0
+    # the attempt captures its own work as it goes, under its own generation
+    mine = sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)
+    assert len(mine) == 1 and mine[0].execution_generation == 2
