@@ -17,8 +17,11 @@ def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> 
     """Run the operator until it is signalled; ``memo_items`` pre-fill kopf's memo (config, clock...)."""
     import kopf
 
+    from .api.kopf_hooks import register as register_control_api
     from .k8s import handlers  # noqa: F401  (registers the handlers)
     from .k8s.config import OperatorConfig
+
+    register_control_api()  # the control API, served on kopf's loop (see api/kopf_hooks.py)
 
     config = memo_items.get("config") or OperatorConfig()
     memo = kopf.Memo(**{**memo_items, "config": config})
