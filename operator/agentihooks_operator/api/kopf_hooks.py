@@ -1,21 +1,34 @@
-"""Runs the control API inside the operator: kopf start-up and clean-up handlers, and swarm publishing.
+"""Runs the control API inside the operator process, on kopf's event loop.
 
-Importing this module registers the handlers. The operator's recovery loop
-calls :func:`publish` after each pass so the API sees that swarm's Recovery
-and current spec; :func:`withdraw` when the loop ends.
+:func:`register` adds a start-up handler (bind the server), a clean-up handler
+(stop it) and an event handler that keeps each Swarm's current spec. A small
+task publishes every swarm the operator's recovery loops run (``memo["passes"]``)
+to the API's registry once a second, so the API answers with the same
+Recovery instance (and lease) the operator uses. Nothing registers at import:
+the operator's entry point calls :func:`register` once.
+
+A server that cannot bind (port taken) is logged and skipped; the operator
+keeps recovering and ``/readyz`` stays unreachable, which Kubernetes reports.
+Set ``AGENTIHOOKS_CONTROL_API=false`` to run without it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 from typing import Any
 
 import kopf
+import redis
+from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
+from pydantic import ValidationError
 
+from ..k8s.config import OperatorConfig
+from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
 from ..swarm import SwarmSpec
 from .config import ApiConfig
@@ -27,13 +40,16 @@ log = logging.getLogger("agentihooks.api")
 REGISTRY = "control_api_registry"
 SERVER = "control_api_server"
 STOPPING = "control_api_stopping"
+SPECS = "control_api_specs"
+SYNC = "control_api_sync"
+_registered: set[int] = set()
 
 
-def secret_reader(kube: Any) -> Any:
+def secret_reader(memo: Any) -> Any:
     """Read a master credential (the Secret's ``token`` key) with the operator's Kubernetes client."""
 
     def read(namespace: str, name: str) -> str | None:
-        obj = kube.get("secrets", namespace, name)
+        obj = memo["kube"].get("secrets", namespace, name)
         if not obj:
             return None
         raw = (obj.get("data") or {}).get("token")
@@ -43,35 +59,6 @@ def secret_reader(kube: Any) -> Any:
         return str(text).strip() if text else None
 
     return read
-
-
-@kopf.on.startup()
-async def start_api(memo: kopf.Memo, **_: Any) -> None:
-    config = ApiConfig()
-    registry: SwarmRegistry = memo.get(REGISTRY) or SwarmRegistry(secret_reader(memo["kube"]))
-    memo[REGISTRY] = registry
-    memo[STOPPING] = False
-    store = store_from_env(os.environ)
-    state = ApiState(
-        registry=registry,
-        redis=memo["redis"],
-        operator_hash=config.operator_hash(),
-        catalog=store if store is not None else memo["catalog"],
-        store=store,
-        object_cap=config.checkpoint_object_cap,
-        events_poll_seconds=config.events_poll_seconds,
-        kopf_ready=lambda: not memo.get(STOPPING, False),
-    )
-    memo[SERVER] = await start_control_api(state, config.control_host, config.control_port)
-    log.info("control API listening on port %s", memo[SERVER].port)
-
-
-@kopf.on.cleanup()
-async def stop_api(memo: kopf.Memo, **_: Any) -> None:
-    memo[STOPPING] = True
-    server = memo.get(SERVER)
-    if server is not None:
-        await server.stop()
 
 
 async def publish(
@@ -87,7 +74,90 @@ async def publish(
     )
 
 
-def withdraw(memo: Any, name: str) -> None:
-    registry: SwarmRegistry | None = memo.get(REGISTRY)
-    if registry is not None:
-        registry.withdraw(name)
+async def _sync(memo: Any) -> None:
+    """Publish every swarm whose recovery loop runs, with the spec last seen for it."""
+    while True:
+        passes: dict[tuple[str, str], Any] = dict(memo.get("passes") or {})
+        specs: dict[tuple[str, str], SwarmSpec] = memo[SPECS]
+        for key, runner in passes.items():
+            spec = specs.get(key)
+            if spec is not None and getattr(runner, "recovery", None) is not None:
+                seconds = getattr(runner, "last_pass_seconds", None)
+                try:
+                    await publish(memo, key[1], key[0], runner.recovery, spec, pass_seconds=seconds)
+                except Exception as e:  # never let publishing stop the loop
+                    log.warning("control API: publishing swarm %s failed (%s)", key[1], type(e).__name__)
+        await asyncio.sleep(1.0)
+
+
+async def start_api(memo: kopf.Memo, **_: Any) -> None:
+    memo[SPECS] = memo.get(SPECS) or {}
+    if os.environ.get("AGENTIHOOKS_CONTROL_API", "true").lower() in ("0", "false", "no"):
+        return
+    config = ApiConfig()
+    operator = memo.get("config") or OperatorConfig()
+    if memo.get("redis") is None:
+        memo["redis"] = redis.Redis.from_url(operator.redis_url, socket_timeout=10)
+    registry = memo.get(REGISTRY) or SwarmRegistry(secret_reader(memo))
+    memo[REGISTRY] = registry
+    memo[STOPPING] = False
+    store = store_from_env(os.environ)
+    state = ApiState(
+        registry=registry,
+        redis=memo["redis"],
+        operator_hash=config.operator_hash(),
+        catalog=store if store is not None else (memo.get("catalog") or EmptyCatalog()),
+        store=store,
+        object_cap=config.checkpoint_object_cap,
+        events_poll_seconds=config.events_poll_seconds,
+        kopf_ready=lambda: not memo.get(STOPPING, False),
+    )
+    try:
+        memo[SERVER] = await start_control_api(state, config.control_host, config.control_port)
+    except OSError as e:
+        log.error(
+            "control API cannot listen on port %s (%s); running without it", config.control_port, e.strerror
+        )
+        return
+    memo[SYNC] = asyncio.create_task(_sync(memo))
+    log.info("control API listening on port %s", memo[SERVER].port)
+
+
+async def stop_api(memo: kopf.Memo, **_: Any) -> None:
+    memo[STOPPING] = True
+    task = memo.get(SYNC)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    server = memo.get(SERVER)
+    if server is not None:
+        await server.stop()
+
+
+def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+    """Keep each Swarm's parsed spec; a deleted or invalid Swarm leaves the API."""
+    specs: dict[tuple[str, str], SwarmSpec] = memo.setdefault(SPECS, {})
+    key = (namespace or "default", name)
+    parsed: SwarmSpec | None = None
+    if (event or {}).get("type") != "DELETED":
+        with contextlib.suppress(ValidationError, TypeError, ValueError):
+            parsed = SwarmSpec.model_validate(dict(spec or {}))
+    if parsed is None:
+        specs.pop(key, None)
+        registry: SwarmRegistry | None = memo.get(REGISTRY)
+        if registry is not None:
+            registry.withdraw(name)
+    else:
+        specs[key] = parsed
+
+
+def register(registry: kopf.OperatorRegistry | None = None) -> None:
+    """Add the control API's handlers to ``registry`` (kopf's default one) once."""
+    reg = registry or kopf.get_default_registry()
+    if id(reg) in _registered:
+        return
+    _registered.add(id(reg))
+    kopf.on.startup(registry=reg, id="control-api-start")(start_api)
+    kopf.on.cleanup(registry=reg, id="control-api-stop")(stop_api)
+    kopf.on.event(GROUP, VERSION, PLURAL, registry=reg, id="control-api-specs")(swarm_seen)

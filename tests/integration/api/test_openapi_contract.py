@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import redis
 import schemathesis
 from agentihooks_operator.api.openapi import document
 from hypothesis import HealthCheck, settings
@@ -27,6 +28,11 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 @pytest.fixture(scope="module")
 def live(redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    if redis_server.proc is None:
+        redis_server.start()
+    flusher = redis.Redis.from_url(redis_server.url)
+    flusher.flushall()  # this module's world is its own; earlier tests leave keys behind
+    flusher.close()
     with make_world(redis_server.url, tmp_path_factory.mktemp("contract")) as w:
         eid = w.fail()
         w.checkpoint(eid)

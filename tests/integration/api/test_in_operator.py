@@ -1,0 +1,88 @@
+"""The control API served by the real operator process (kopf on the emulated Kubernetes API, real Redis).
+
+The operator publishes each Swarm it recovers to the API; the master's
+credential comes from the Secret the Swarm names; the operator token from the
+environment, hashed at start.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from testsupport.kube import Cluster, emulated_cluster, eventually, operator_process
+
+MASTER = "master@example-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with emulated_cluster(tmp_path) as c:
+        yield c
+
+
+def spec() -> dict[str, Any]:
+    return {
+        "image": "ghcr.io/agentihooks/worker:2.1.0",
+        "harness": {"name": "claude", "command": ["claude", "-p", "work"]},
+        "seats": [
+            {"name": "eng-1", "project": "github.com/acme/app", "task": {"id": "t-1", "text": "task 1"}}
+        ],
+        "masters": [{"agent": MASTER, "credentialSecret": "master-1"}],
+        "recovery": {"automation": True, "passIntervalSeconds": 0.5},
+    }
+
+
+async def test_operator_process_serves_the_api_for_its_swarms(
+    cluster: Cluster, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    operator_token, master_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    monkeypatch.setenv("AGENTIHOOKS_CONTROL_HOST", "127.0.0.1")
+    monkeypatch.setenv("AGENTIHOOKS_CONTROL_PORT", str(port))
+    monkeypatch.setenv("AGENTIHOOKS_OPERATOR_TOKEN", operator_token)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "master-1", "namespace": "default"},
+        "data": {"token": base64.b64encode(master_token.encode()).decode()},
+    }
+    (await cluster.http.post("/api/v1/namespaces/default/secrets", json=secret)).raise_for_status()
+    await cluster.create_swarm("example", spec())
+    url = f"http://127.0.0.1:{port}"
+    async with (
+        operator_process(cluster, redis_url, tmp_path, operator_id="op-api"),
+        httpx.AsyncClient(base_url=url, timeout=5) as http,
+    ):
+
+        async def status(token: str) -> dict[str, Any] | None:
+            try:
+                r = await http.get("/v1/swarms/example/status", headers={"Authorization": f"Bearer {token}"})
+            except httpx.HTTPError:
+                return None
+            body = r.json() if r.status_code == 200 else None
+            return body if body and body["seats"][0]["execution_id"] else None
+
+        seen = await eventually(lambda: status(master_token), timeout=60, what="status for the master")
+        assert seen["lease_held"] is True and seen["handoffs"] == []
+        assert await status(operator_token)
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["redis"] is True
+        denied = await http.get("/v1/swarms/example/status", headers={"Authorization": "Bearer someone-else"})
+        assert denied.status_code == 403
+        metrics = (await http.get("/metrics")).text
+        assert 'agentihooks_lease_held{swarm="example"} 1' in metrics
+    log = (tmp_path / "op-api.log").read_text()
+    assert operator_token not in log and master_token not in log
