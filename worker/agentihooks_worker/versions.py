@@ -31,13 +31,22 @@ def check_native_version(
             Reason.UNQUALIFIED_VERSION.value,
             detail=f"{harness.name} {installed} is not qualified for native resume",
         )
-    try:
-        was = HarnessVersion.parse(captured) if captured else None
-    except HarnessError:
-        was = None
+    was = _captured_version(harness, captured)
     if was != installed:
         raise Refused(
             Reason.VERSION_CHANGED.value,
             detail=f"{harness.name} {installed} differs from the version that wrote the session",
         )
     return str(installed)
+
+
+def _captured_version(harness: Harness, captured: str | None) -> HarnessVersion | None:
+    """The record's version: a bare ``1.2.3`` or the CLI's own ``--version`` line."""
+    if not captured:
+        return None
+    for parse in (HarnessVersion.parse, harness.parse_version):
+        try:
+            return parse(captured)
+        except HarnessError:
+            continue
+    return None

@@ -127,3 +127,22 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS", "5")
     s = WorkerSettings()
     assert (s.checkpoint_bucket, str(s.attempts_dir), s.capture_interval_seconds) == ("bk", "/tmp/att", 5.0)
+
+
+def test_project_remotes() -> None:
+    from agentihooks_worker.source import project_remote
+
+    assert project_remote("github.com/acme/app", {}) == "https://github.com/acme/app.git"
+    assert project_remote("github.com/acme/app", {"github.com/acme/app": "/mirror"}) == "/mirror"
+    assert project_remote("local:demo", {}) is None
+    assert project_remote("local:demo", {"local:demo": "/srv/demo.git"}) == "/srv/demo.git"
+
+
+def test_captured_version_forms() -> None:
+    from agentihooks_worker.harness import ClaudeCode, HarnessVersion
+    from agentihooks_worker.versions import _captured_version
+
+    assert _captured_version(ClaudeCode(), "2.1.332") == HarnessVersion(2, 1, 332)
+    assert _captured_version(ClaudeCode(), "2.1.332 (Claude Code)") == HarnessVersion(2, 1, 332)
+    assert _captured_version(ClaudeCode(), "weird") is None
+    assert _captured_version(ClaudeCode(), None) is None
