@@ -10,6 +10,7 @@ captures through the controller, and never hands its credential to the agent.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +72,15 @@ def replacement_boot(w: World, tmp_path: Path, *, token: str | None = None) -> t
 
 
 def test_remote_restore_reports_its_outcome_and_captures_through_the_controller(
-    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AGENTIHOOKS_CHECKPOINT_REMOTE", "false")  # undone after the test
     (tmp_path / "world").mkdir()
     with make_world(redis_url, tmp_path / "world") as w:
         boot, new, built = replacement_boot(w, tmp_path)
         ctx = boot.prepare()
         assert ctx.restored.outcome.recovery.value == "native"
+        assert os.environ["AGENTIHOOKS_CHECKPOINT_REMOTE"] == "true"  # set by the worker for itself
         recovery = w.recoveries["swarm-a"]
         assert recovery.restore_outcomes_by_type["native"] == 1  # the controller stored the outcome
         stored = json.loads(w.client.hget(recovery.keys.restore_outcomes, new))
