@@ -171,9 +171,9 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ledger"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context() -> Iterator[Any]:
-    """One headless Chromium for the session, with a fresh user-data dir (never ``playwright install``)."""
+    """One headless Chromium per test module, with a fresh user-data dir (never ``playwright install``)."""
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is absent: install Debian's chromium package to run the browser tests")
     from playwright.sync_api import sync_playwright

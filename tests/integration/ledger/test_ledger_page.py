@@ -67,7 +67,7 @@ def test_card_appears_on_failure_then_resume_goes_pending_then_reports_native(
     (lost,) = world.fail("eng-1")
     built = world.checkpoint(lost)
     # No click: the page finds the failure on its own next poll (real time here, no clock advance).
-    expect(card(b)).to_have_attribute("data-state", "awaiting", timeout=POLL_MS * 3)
+    expect(card(b)).to_have_attribute("data-state", "awaiting", timeout=POLL_MS * 5)
     expect(card(b).locator("dd.reason")).to_have_text(
         f"oom_killed; native resume from {built.checkpoint_id} at record {built.watermark}"
     )
