@@ -22,10 +22,9 @@ OBSERVED_FILE = ROOT / "tests" / "integration" / "operator" / "observed-api-call
 OPERATOR_SRC = ROOT / "operator" / "agentihooks_operator"
 CLUSTER_SCOPED = {("", "nodes")}
 CORE = {"pods", "secrets", "configmaps", "events", "nodes", "namespaces"}
-# `self._create("secrets", ...)` in the launcher wraps kube.create.
-CALL = re.compile(
-    r"\b(?:kube|self\.kube)\.(get|list|create|patch|delete)\(\s*\"(\w+)\"|\b_create\(\s*\"(\w+)\""
-)
+# `kube.get("secrets", ...`, `self.kube.get(...`, `memo["kube"].get(...`; the launcher's
+# `self._create("secrets", ...)` wraps kube.create.
+CALL = re.compile(r"\bkube(?:\"\])?\.(get|list|create|patch|delete)\(\s*\"(\w+)\"|\b_create\(\s*\"(\w+)\"")
 
 Call = tuple[str, str, str]  # (api group, resource[/subresource], verb)
 
