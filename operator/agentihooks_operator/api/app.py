@@ -58,4 +58,7 @@ def create_app(state: ApiState) -> web.Application:
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one
 
     setup_ledger(app)
+    from .routes_held import setup_held
+
+    setup_held(app)
     return app
