@@ -19,6 +19,7 @@ PATH_PARAMS = {
     "execution": {"type": "string", "maxLength": 64},
     "swarm": {"type": "string", "maxLength": 128},
     "seat": {"type": "string", "maxLength": 63},
+    "call": {"type": "string", "maxLength": 64},
 }
 
 
@@ -80,10 +81,11 @@ def _operation(route: Any, components: dict[str, Any]) -> dict[str, Any]:
 @cache
 def document() -> dict[str, Any]:
     from .routes import ROUTES
+    from .routes_held import HELD_ROUTES
 
     components: dict[str, Any] = {}
     paths: dict[str, Any] = {}
-    for route in ROUTES:
+    for route in (*ROUTES, *HELD_ROUTES):
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, components)
     return {
         "openapi": "3.1.0",
