@@ -20,7 +20,10 @@ from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
 from ..recovery.records import AttemptRecord
 from .classify import Verdict, apply_pull_grace, classify
-from .pods import pod_name
+from .pods import label, pod_name
+
+#: Annotation value that marks a spawn superseded as a legacy specification (replaced fresh).
+SUPERSEDED = (label("superseded"), "legacy-specification")
 
 
 def pull_since_key(keys: SwarmKeys) -> str:
@@ -92,6 +95,13 @@ def observe(
                 generation=attempt.generation,
                 state=verdict.state,
                 reason=verdict.reason,
+                superseded_legacy=_superseded(pods.get(pod_name(attempt.execution_id))),
             )
         )
     return out
+
+
+def _superseded(pod: Mapping[str, Any] | None) -> bool:
+    """Whether the Pod carries the legacy-specification superseded annotation."""
+    annotations = ((pod or {}).get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(SUPERSEDED[0]) == SUPERSEDED[1])
