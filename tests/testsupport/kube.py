@@ -175,8 +175,11 @@ async def eventually(
 
 
 @contextlib.asynccontextmanager
-async def emulated_cluster(workdir: Path) -> AsyncIterator[Cluster]:
-    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator) as server:
+async def emulated_cluster(
+    workdir: Path, emulator: kmock.KubernetesEmulator | None = None
+) -> AsyncIterator[Cluster]:
+    emulator = emulator if emulator is not None else kmock.KubernetesEmulator()
+    async with emulator, kmock.Server(emulator) as server:
         for name, (kind, namespaced) in RESOURCES.items():
             emulator.resources[name] = kmock.ResourceInfo(
                 kind=kind, namespaced=namespaced, verbs=set(VERBS), subresources={"status"}

@@ -172,6 +172,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         owner=owner,
         clock=memo["clock"],
         node_lost_after_s=config.node_lost_after_seconds,
+        closing=launcher.close,
     )
 
 
@@ -179,10 +180,38 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
 async def recovery_loop(
     *, name: str, namespace: str | None, uid: str, body: Any, memo: Any, stopped: Any, **_: Any
 ) -> None:
-    config: OperatorConfig = memo["config"]
     namespace = namespace or "default"
     key = (namespace, name)
     trigger: asyncio.Event = memo["triggers"].setdefault(key, asyncio.Event())
+    try:
+        await _loop(
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            body=body,
+            memo=memo,
+            stopped=stopped,
+            trigger=trigger,
+            key=key,
+        )
+    finally:
+        held: SwarmPass | None = memo["passes"].get(key)
+        if held is not None:
+            await asyncio.to_thread(held.close)
+
+
+async def _loop(
+    *,
+    name: str,
+    namespace: str,
+    uid: str,
+    body: Any,
+    memo: Any,
+    stopped: Any,
+    trigger: asyncio.Event,
+    key: tuple[str, str],
+) -> None:
+    config: OperatorConfig = memo["config"]
     runner: SwarmPass | None = None
     while not stopped:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from ..recovery.models import LaunchPlan
@@ -76,6 +77,10 @@ class KubernetesLauncher:
         self._spec = spec
         self.control_url = control_url
         self._on_launch = on_launch
+        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     def _create(self, resource: str, body: dict[str, Any]) -> Literal["created", "exists"]:
         try:
@@ -91,6 +96,10 @@ class KubernetesLauncher:
         ex = execution_of(plan)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
         secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex)
+        # The Secret and the ConfigMap go together; the Pod only once both exist.
+        configmap = self._pool.submit(
+            self._create, "configmaps", build_launch_configmap(record, self.owner, ex)
+        )
         if self._create("secrets", secret) == "exists":
             # Left by a launch that crashed before its Pod: the core minted a new credential since.
             self.kube.patch(
@@ -99,7 +108,7 @@ class KubernetesLauncher:
                 secret["metadata"]["name"],
                 {"stringData": secret["stringData"]},
             )
-        self._create("configmaps", build_launch_configmap(record, self.owner, ex))
+        configmap.result()
         result = self._create("pods", build_pod_spec(spec, self.owner, ex))
         log.info(
             "attempt %s (seat %s, generation %d): pod %s",
@@ -117,6 +126,10 @@ class KubernetesLauncher:
 
     def retire(self, execution_id: str) -> None:
         ns = self.owner.namespace
+        done = [
+            self._pool.submit(self.kube.delete, "secrets", ns, credential_secret_name(execution_id)),
+            self._pool.submit(self.kube.delete, "configmaps", ns, launch_configmap_name(execution_id)),
+        ]
         self.kube.delete("pods", ns, pod_name(execution_id))
-        self.kube.delete("secrets", ns, credential_secret_name(execution_id))
-        self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))
+        for future in done:
+            future.result()

@@ -47,22 +47,30 @@ def current_attempts(client: redis.Redis, keys: SwarmKeys) -> list[AttemptRecord
 
 
 class PullGrace:
-    """First-seen times of image-pull failures, per execution, in Redis."""
+    """First-seen times of image-pull failures, per execution, in Redis (one round trip per pass)."""
 
     def __init__(self, client: redis.Redis, keys: SwarmKeys, clock: Callable[[], int]) -> None:
         self.client = client
         self.key = pull_since_key(keys)
         self.clock = clock
 
-    def first_seen(self, execution_id: str, failing: bool) -> int | None:
-        if not failing:
-            self.client.hdel(self.key, execution_id)
-            return None
+    def first_seen(self, failing: Iterable[str], clear: Iterable[str]) -> dict[str, int]:
+        """Record ``failing`` executions not seen failing before, forget ``clear`` ones; first-seen ms."""
+        failing, clear = list(failing), list(clear)
+        if not failing and not clear:
+            return {}
         pipe = self.client.pipeline(transaction=True)
-        pipe.hsetnx(self.key, execution_id, self.clock())
-        pipe.hget(self.key, execution_id)
-        _, value = pipe.execute()
-        return int(value)
+        if clear:
+            pipe.hdel(self.key, *clear)
+        now = self.clock()
+        for eid in failing:
+            pipe.hsetnx(self.key, eid, now)
+        if failing:
+            pipe.hmget(self.key, failing)
+        answers = pipe.execute()
+        if not failing:
+            return {}
+        return {eid: int(v) for eid, v in zip(failing, answers[-1], strict=True) if v is not None}
 
 
 def observe(
@@ -77,24 +85,32 @@ def observe(
 ) -> list[AttemptObservation]:
     """One observation per current attempt; ``nodes`` is ``None`` when nodes cannot be listed."""
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
-    out: list[AttemptObservation] = []
+    verdicts: list[tuple[AttemptRecord, Verdict]] = []
     for attempt in attempts:
         pod = pods.get(pod_name(attempt.execution_id))
         node = None
         if pod is not None and nodes is not None:
             node = nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
-        verdict: Verdict = classify(
+        verdict = classify(
             pod, node=node, node_known=nodes is not None, now=now, node_lost_after_s=node_lost_after_s
         )
-        first = grace.first_seen(attempt.execution_id, verdict.pull_failure)
-        verdict = apply_pull_grace(verdict, first_seen_ms=first, now_ms=now_ms, grace_ms=grace_ms)
+        verdicts.append((attempt, verdict))
+    first = grace.first_seen(
+        [a.execution_id for a, v in verdicts if v.pull_failure],
+        [a.execution_id for a, v in verdicts if not v.pull_failure],
+    )
+    out: list[AttemptObservation] = []
+    for attempt, verdict in verdicts:
+        graced = apply_pull_grace(
+            verdict, first_seen_ms=first.get(attempt.execution_id), now_ms=now_ms, grace_ms=grace_ms
+        )
         out.append(
             AttemptObservation(
                 execution_id=attempt.execution_id,
                 seat=attempt.seat,
                 generation=attempt.generation,
-                state=verdict.state,
-                reason=verdict.reason,
+                state=graced.state,
+                reason=graced.reason,
                 superseded_legacy=_superseded(pods.get(pod_name(attempt.execution_id))),
             )
         )

@@ -94,3 +94,12 @@ async def event_reasons(cluster: Cluster, kind: str, name: str) -> list[str]:
         for e in await cluster.events()
         if e["involvedObject"]["kind"] == kind and e["involvedObject"]["name"] == name
     ]
+
+
+async def has_events(cluster: Cluster, kind: str, name: str, reasons: set[str]) -> None:
+    """Wait until Events with all of ``reasons`` exist on the object (they are sent off the pass)."""
+
+    async def check() -> bool:
+        return reasons <= set(await event_reasons(cluster, kind, name))
+
+    await eventually(check, what=f"events {sorted(reasons)} on {kind} {name}")

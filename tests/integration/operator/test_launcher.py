@@ -55,6 +55,7 @@ async def test_repeated_launch_is_observed_not_duplicated(cluster: Cluster) -> N
     assert len(await cluster.pods("example")) == 1
     pod = (await cluster.pods("example"))[0]
     assert pod["metadata"]["annotations"]["swarm.agentihooks.io/controller-epoch"] == "3"
+    launcher.close()
     kube.close()
 
 
@@ -73,6 +74,7 @@ async def test_a_secret_left_by_a_crashed_launch_gets_the_new_credential(cluster
     assert await asyncio.to_thread(launcher.launch, _plan("tok-new")) == "created"
     secret = await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{EID}-credential")
     assert secret is not None and _token(secret) == "tok-new"
+    launcher.close()
     kube.close()
 
 
@@ -84,4 +86,5 @@ async def test_retire_is_idempotent(cluster: Cluster) -> None:
     assert await asyncio.to_thread(launcher.exists, EID) is False
     for path in (f"pods/swarm-{EID}", f"secrets/swarm-{EID}-credential", f"configmaps/swarm-{EID}-launch"):
         assert await cluster.get(f"/api/v1/namespaces/default/{path}") is None
+    launcher.close()
     kube.close()
