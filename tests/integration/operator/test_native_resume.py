@@ -20,7 +20,7 @@ from testsupport.kube import Cluster, eventually, running_operator
 from testsupport.kubelet import Kubelet
 
 from .conftest import swarm_spec
-from .flows import eid, has_events, fenced, launch_record, replacement, running_seat
+from .flows import eid, fenced, has_events, launch_record, replacement, running_seat
 
 
 async def test_oom_killed_attempt_resumes_natively(
