@@ -60,9 +60,23 @@ DENIED: dict[int, tuple[str, Body]] = {
     401: ("no bearer token, or a malformed Authorization header", "json"),
     403: ("forbidden_scope: the credential does not grant this", "json"),
 }
-SWARM_READ = {**DENIED, 404: ("unknown swarm or seat", "json")}
-WORKER = {**DENIED, 400: ("invalid body", "json"), 409: ("refused by the recovery rules", "json")}
-STORE = {**DENIED, 400: ("invalid key", "json"), 503: ("no checkpoint store configured", "json")}
+RETRY: dict[int, tuple[str, Body]] = {
+    503: ("Redis is unavailable, or this replica does not hold the lease; retry after Retry-After", "json")
+}
+LARGE: dict[int, tuple[str, Body]] = {413: ("the JSON body is larger than 64 KiB", "json")}
+SWARM_READ = {**DENIED, 404: ("unknown swarm or seat", "json"), **RETRY}
+WORKER = {
+    **DENIED,
+    400: ("invalid body", "json"),
+    409: ("refused by the recovery rules", "json"),
+    **LARGE,
+    **RETRY,
+}
+STORE = {
+    **DENIED,
+    400: ("invalid key", "json"),
+    503: ("no checkpoint store configured, or Redis is unavailable", "json"),
+}
 
 ROUTES: tuple[Route, ...] = (
     Route(
@@ -111,6 +125,8 @@ ROUTES: tuple[Route, ...] = (
             **DENIED,
             404: ("unknown execution (operator only)", "json"),
             409: ("refused: not pending, or no checkpoint to resume from", "json"),
+            **LARGE,
+            **RETRY,
         },
     ),
     Route(
@@ -227,6 +243,7 @@ ROUTES: tuple[Route, ...] = (
             400: ("invalid body", "json"),
             **SWARM_READ,
             409: ("refused", "json"),
+            **LARGE,
         },
     ),
     Route(

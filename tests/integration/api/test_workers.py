@@ -99,3 +99,30 @@ def test_control_reporter_speaks_the_routes(world: World) -> None:
     with pytest.raises(ControlRefused) as e:
         wrong.report_progress(new, None, 8)
     assert e.value.status == 403 and "not-the-credential" not in str(e.value)
+
+
+def test_reports_to_a_replica_without_the_lease_answer_503_and_change_nothing(world: World) -> None:
+    from agentihooks_operator.api import ApiState, SwarmRegistry
+    from agentihooks_operator.recovery import Recovery
+    from testsupport.control_api import Secrets, live_api
+
+    plan = world.first["swarm-b"]
+    token = plan.worker_token.get_secret_value()
+    other = Recovery(world.client, "swarm-b", holder="ctl-b", catalog=world.store, launcher=world.launcher)
+    registry = SwarmRegistry(Secrets())
+    registry.publish("swarm-b", other, world.specs["swarm-b"], holder="ctl-b")
+    before = world.client.hget(world.recoveries["swarm-b"].keys.heartbeats, plan.execution_id)
+    with live_api(ApiState(registry=registry, redis=world.client)) as replica:
+        r = world.call(
+            "POST",
+            f"{replica.url}/v1/executions/{plan.execution_id}/watermark",
+            token,
+            json={"watermark": 50},
+        )
+        assert r.status_code == 503 and r.json()["error"] == "not_leader"
+        assert r.headers["Retry-After"] == "2"
+        reporter = ControlReporter(replica.url, plan.execution_id, token, retries=0)
+        with pytest.raises(ControlRefused) as e:
+            reporter.report_progress(plan.execution_id, None, 51)
+        assert e.value.status == 503
+    assert world.client.hget(world.recoveries["swarm-b"].keys.heartbeats, plan.execution_id) == before

@@ -10,6 +10,7 @@ sends the restore outcome and the session/watermark heartbeats the same way.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -24,6 +25,8 @@ from .base import CheckpointStore
 
 TOKEN_ENV = "AGENTIHOOKS_WORKER_TOKEN"  # noqa: S105 - a variable name, not a secret
 CHUNK = 256 * 1024
+RETRIES = 5
+MAX_WAIT = 5.0
 
 
 class ControlRefused(StoreError):
@@ -67,23 +70,44 @@ class _Stream:
 
 
 class _Client:
-    def __init__(self, control_url: str, execution_id: str, token: str, http: httpx.Client | None) -> None:
+    def __init__(
+        self, control_url: str, execution_id: str, token: str, http: httpx.Client | None, retries: int = 5
+    ) -> None:
         if not token:
             raise StoreError(f"no worker credential: {TOKEN_ENV} is empty")
         self.execution_id = execution_id
         self.http = http or httpx.Client(timeout=httpx.Timeout(30.0, read=300.0))
         self.base = control_url.rstrip("/") + f"/v1/executions/{execution_id}"
         self.headers = {"Authorization": f"Bearer {token}"}
+        self.retries = retries
 
     def request(
         self, method: str, path: str, *, headers: dict[str, str] | None = None, **kw: Any
     ) -> httpx.Response:
-        try:
-            return self.http.request(
-                method, self.base + path, headers={**self.headers, **(headers or {})}, **kw
-            )
-        except httpx.HTTPError as e:
-            raise StoreError(f"the controller cannot be reached ({type(e).__name__})") from e
+        """One call; a ``503`` (nothing was done: Redis down or not the lease holder) is retried.
+
+        ``content`` may be a callable returning a fresh body, so a streamed upload can be sent again.
+        """
+        content = kw.pop("content", None)
+        for attempt in range(self.retries + 1):
+            body = content() if callable(content) else content
+            try:
+                resp = self.http.request(
+                    method, self.base + path, headers={**self.headers, **(headers or {})}, content=body, **kw
+                )
+            except httpx.HTTPError as e:
+                raise StoreError(f"the controller cannot be reached ({type(e).__name__})") from e
+            if resp.status_code != 503 or attempt == self.retries:
+                return resp
+            time.sleep(_retry_after(resp))
+        raise StoreError("the controller stayed unavailable")
+
+
+def _retry_after(resp: httpx.Response) -> float:
+    try:
+        return min(MAX_WAIT, max(0.1, float(resp.headers.get("Retry-After", "1"))))
+    except ValueError:
+        return 1.0
 
 
 class RemoteStore(CheckpointStore):
@@ -92,9 +116,15 @@ class RemoteStore(CheckpointStore):
     max_concurrency = 4
 
     def __init__(
-        self, control_url: str, execution_id: str, token: str, *, http: httpx.Client | None = None
+        self,
+        control_url: str,
+        execution_id: str,
+        token: str,
+        *,
+        http: httpx.Client | None = None,
+        retries: int = RETRIES,
     ) -> None:
-        self._c = _Client(control_url, execution_id, token, http)
+        self._c = _Client(control_url, execution_id, token, http, retries)
 
     @classmethod
     def from_env(cls, control_url: str, execution_id: str, environ: Mapping[str, str]) -> RemoteStore:
@@ -159,7 +189,7 @@ class RemoteStore(CheckpointStore):
                 while chunk := f.read(CHUNK):
                     yield chunk
 
-        self._put(scope, key, chunks(), once=False, length=path.stat().st_size)
+        self._put(scope, key, chunks, once=False, length=path.stat().st_size)
 
     def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
         self._put(scope, key, data, once=False, length=len(data))
@@ -178,9 +208,15 @@ class ControlReporter:
     """Sends a worker's restore outcome and heartbeats to the controller (the worker's reporter)."""
 
     def __init__(
-        self, control_url: str, execution_id: str, token: str, *, http: httpx.Client | None = None
+        self,
+        control_url: str,
+        execution_id: str,
+        token: str,
+        *,
+        http: httpx.Client | None = None,
+        retries: int = RETRIES,
     ) -> None:
-        self._c = _Client(control_url, execution_id, token, http)
+        self._c = _Client(control_url, execution_id, token, http, retries)
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         resp = self._c.request("POST", path, json=body)
