@@ -1,0 +1,126 @@
+"""``agentihooks swarm NAME recoveries | recovery-token | resume-recovery``: answering held recoveries.
+
+A held recovery waits at a step only the operator can observe (see
+docs/operations.md, "A recovery is held"). ``recoveries`` lists them (call,
+seat, step, since); ``recovery-token CALL`` issues a resume token (printed
+once, never stored by the CLI); ``resume-recovery CALL --token T --observed
+STEP=applied|not_applied`` answers. A refusal prints its code and, for the
+``observed_*`` codes, each step with what it accepts, and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Annotated, Any
+
+import typer
+
+from .client import EXIT_REFUSED, CliError
+from .swarm import _client, _swarm, run
+
+_CALL = re.compile(r"^rc-[0-9a-f]{16}$")
+_VALUES = ("applied", "not_applied")
+
+
+def _call(value: str) -> str:
+    if not _CALL.fullmatch(value):
+        raise CliError(f"not a held recovery call id: {value!r} (expected rc-<16 hex>)")
+    return value
+
+
+def _since(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def parse_observed(items: list[str]) -> dict[str, str]:
+    """``STEP=applied|not_applied`` entries as a dict; a malformed or repeated entry is an error."""
+    out: dict[str, str] = {}
+    for item in items:
+        step, sep, value = item.partition("=")
+        if not sep or not step or value not in _VALUES:
+            raise CliError(f"--observed takes STEP=applied or STEP=not_applied (got {item!r})")
+        if step in out:
+            raise CliError(f"--observed names {step} twice")
+        out[step] = value
+    return out
+
+
+def _refusal(body: dict[str, Any]) -> CliError:
+    lines = [f"{body.get('error')}: {body.get('message')}"]
+    for s in (body.get("state") or {}).get("steps", []):
+        why = s.get("reason") or s.get("status") or ""
+        lines.append(f"  {s.get('step')}: {why}; accepts {', '.join(s.get('accepts') or []) or 'nothing'}")
+    return CliError("\n".join(lines), EXIT_REFUSED)
+
+
+def recoveries(
+    ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
+) -> None:
+    """List held recoveries: call, seat, step, since."""
+
+    def body() -> None:
+        b = _client(ctx).call("GET", f"/v1/swarms/{_swarm(ctx)}/recoveries").body
+        if as_json:
+            typer.echo(json.dumps(b, indent=2, sort_keys=True))
+            return
+        rows = b.get("recoveries", [])
+        if not rows:
+            typer.echo("no held recoveries")
+            return
+        typer.echo(f"{'CALL':<20} {'SEAT':<16} {'STEP':<16} SINCE")
+        for r in rows:
+            typer.echo(f"{r['call']:<20} {r['seat']:<16} {r['step']:<16} {_since(int(r['since_ms']))}")
+
+    run(body)
+
+
+def recovery_token(
+    ctx: typer.Context, call: Annotated[str, typer.Argument(help="The held recovery's call id.")]
+) -> None:
+    """Issue a resume token for CALL (earlier tokens stop working); printed once."""
+
+    def body() -> None:
+        b = _client(ctx).call("POST", f"/v1/recoveries/{_call(call)}/token").body
+        typer.echo(b["resume_token"])
+
+    run(body)
+
+
+def resume_recovery(
+    ctx: typer.Context,
+    call: Annotated[str, typer.Argument(help="The held recovery's call id.")],
+    token: Annotated[str, typer.Option("--token", help="The latest resume token of CALL.")],
+    observed: Annotated[
+        list[str] | None,
+        typer.Option("--observed", help="STEP=applied|not_applied (repeat for several steps)."),
+    ] = None,
+) -> None:
+    """Resume CALL with what you observed at the broker."""
+
+    def body() -> None:
+        payload = {"resume_token": token, "observed": parse_observed(observed or [])}
+        a = _client(ctx).call(
+            "POST", f"/v1/recoveries/{_call(call)}/resume", ok=(200, 400, 403, 404, 409), json=payload
+        )
+        b = a.body
+        if a.status != 200:
+            raise _refusal(b)
+        for s in b.get("progress", []):
+            kept = " (kept)" if s.get("resumed") == "kept" else ""
+            typer.echo(f"{s['path']:<16} {s['status']}{kept}")
+        typer.echo(b.get("summary", ""))
+        if b.get("error"):
+            raise CliError(f"{b['error']}: the resume stopped on an internal error; its record was dropped")
+        if b.get("resume_token"):
+            typer.echo(f"still {b['status']}: resume {b['call']} again with --token {b['resume_token']}")
+
+    run(body)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the held-recovery commands to the ``swarm NAME`` group."""
+    app.command("recoveries")(recoveries)
+    app.command("recovery-token")(recovery_token)
+    app.command("resume-recovery")(resume_recovery)
