@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from . import swarm
+from . import recoveries, swarm
 
 app = typer.Typer(
     name="agentihooks",
@@ -40,6 +40,7 @@ def _root(
     obj["url"], obj["token"] = control_url, token
 
 
+recoveries.register(swarm.app)
 app.add_typer(swarm.app, name="swarm")
 
 
