@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from agentihooks_operator.ledger import CSP
@@ -26,7 +26,7 @@ def sign_in(b: Browser, world: World, who: str, swarm: str = "swarm-a", *, froze
     page = b.page
     page.clock.install(time=START)
     if frozen:
-        page.clock.pause_at(START)
+        page.clock.pause_at(START + timedelta(seconds=30))  # ahead of the installed time: a jump forward
     response = page.goto(f"{world.url}/ledger/{swarm}")
     assert response is not None and response.status == 200
     assert response.headers["content-security-policy"] == CSP
@@ -271,4 +271,28 @@ def test_keyboard_only_sign_in_and_fresh_decision(world: World, browser: Browser
     expect(card(b).locator("h3")).to_be_focused()
     decision = json.loads(world.client.hget(world.recoveries["swarm-a"].keys.attempt_recoveries, lost))
     assert decision["mode"] == "fresh" and decision["decided_by"] == "operator"
+    no_errors(b)
+
+
+def test_keyboard_focus_survives_the_page_updating_itself(world: World, browser: Browser) -> None:
+    b = browser
+    world.fail("eng-1")
+    sign_in(b, world, MASTER_A, frozen=True)
+    fresh = card(b, "eng-1").get_by_role("button", name="Start fresh for seat eng-1")
+    fresh.focus()
+    expect(fresh).to_be_focused()
+
+    # Another seat fails: a new card appears; the focused one is untouched.
+    world.fail("eng-2")
+    next_poll(b)
+    expect(card(b, "eng-2")).to_have_attribute("data-state", "awaiting")
+    expect(fresh).to_be_focused()
+
+    # The focused card itself changes (a checkpoint appears): it is redrawn and focus stays on its control.
+    world.checkpoint(world.plan("eng-1").execution_id)
+    next_poll(b)
+    expect(card(b, "eng-1").get_by_role("button", name="Resume native for seat eng-1")).to_be_visible()
+    expect(card(b, "eng-1").get_by_role("button", name="Start fresh for seat eng-1")).to_be_focused()
+    b.page.keyboard.press("Shift+Tab")
+    expect(card(b, "eng-1").get_by_role("button", name="Resume native for seat eng-1")).to_be_focused()
     no_errors(b)
