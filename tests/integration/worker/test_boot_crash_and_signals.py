@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_crash_then_boot_again_does_nothing_twice(
 
 def start_cli(sc: Scenario, **env: str) -> subprocess.Popen[str]:
     full = sc.cli_env()
-    full.update(FAKE_HARNESS_RUN_SECONDS="forever", FAKE_HARNESS_READY=str(sc.tmp / "ready"), **env)
+    full.update({"FAKE_HARNESS_RUN_SECONDS": "forever", "FAKE_HARNESS_READY": str(sc.tmp / "ready"), **env})
     cmd = [sys.executable, "-c", "from agentihooks_worker.cli import main; main()", "boot"]
     return subprocess.Popen(cmd, env=full, stderr=subprocess.PIPE, text=True)
 
@@ -129,3 +130,24 @@ def test_refused_boot_exits_64_from_the_command_line(scenario: ScenarioFactory, 
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 64
     assert [e["reason"] for e in events(err, "restore_refused")] == ["unqualified_version"]
+
+
+def test_boot_killed_while_the_harness_runs_then_booted_again(scenario: ScenarioFactory) -> None:
+    sc = scenario("claude", "native")
+    first = start_cli(sc)
+    wait_for((sc.tmp / "ready").exists, first)
+    harness_pid = int((sc.tmp / "ready").read_text())
+    first.kill()  # the worker dies without a final capture; its orphaned harness is killed too
+    os.kill(harness_pid, signal.SIGKILL)
+    _, first_err = first.communicate(timeout=120)
+    (sc.tmp / "ready").unlink()
+    assert len(events(first_err, "restore_verified")) == 1
+    second = start_cli(sc, FAKE_HARNESS_RUN_SECONDS="0")
+    _, second_err = second.communicate(timeout=120)
+    assert second.returncode == 0
+    assert events(second_err, "restore_verified") == []  # logged once per attempt
+    whens = [e["when"] for e in events(first_err + second_err, "checkpoint_committed")]
+    assert whens == ["initial", "final"]  # the first capture was not taken again
+    runs = harness_runs(sc.tmp)
+    assert [r["argv"] for r in runs] == [["--resume", sc.built.session_id]] * 2
+    assert len(sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)) == 2
