@@ -57,13 +57,23 @@ BrokerSource = Callable[[AccountBrokerSpec], AccountBroker]
 class HttpBroker:
     """:class:`AccountBroker` over HTTP with ``httpx`` (sync, bounded timeouts, no retries)."""
 
-    def __init__(self, url: str, credential: str | None = None, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        credential: str | None = None,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         headers = {"Accept": "application/json", "User-Agent": "agentihooks-operator"}
         if credential:
             headers["Authorization"] = f"Bearer {credential}"
         self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0))
+            base_url=self.url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
         )
 
     def close(self) -> None:
