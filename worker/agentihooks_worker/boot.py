@@ -123,7 +123,9 @@ class Boot:
                 self._write_metrics(layout)
             state.save(restored)
             self.restorer.on_step("restored")
-        if launch.checkpoint_remote and self.reporter is not None and not state.done("reported"):
+        # A first launch (no directive) is no restore: the controller accepts outcomes only from replacements.
+        reportable = launch.checkpoint_remote and launch.restore is not None
+        if reportable and self.reporter is not None and not state.done("reported"):
             self._report_outcome(self.reporter, restored)
             state.mark("reported")
         if launch.restore is not None and not state.done("logged"):
