@@ -12,6 +12,8 @@ identical decision was already accepted) and records the request (202).
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
 from ..recovery import DecisionResult, LeaseLost, RecoveryRefused
@@ -30,6 +32,7 @@ from .errors import HttpProblem, bad_request, forbidden, not_found
 from .registry import SwarmEntry
 from .schemas import DecisionAnswer, DecisionRequest, SeatRequest
 
+log = logging.getLogger("agentihooks.api")
 RECORDED = "recorded; the controller applies it under its lease on its next recovery pass"
 
 
@@ -87,6 +90,7 @@ async def restore_decision(request: web.Request) -> web.Response:
             entry.recovery.decide, execution, body.choice, caller.decided_by, spec=entry.spec
         )
     except RecoveryRefused as e:
+        log.warning("controller: the recovery request for %s was refused: %s", execution, e.message)
         raise refused(e) from e
     except LeaseLost:
         await blocking(entry.recovery.record_request, execution, body.choice, caller.decided_by)

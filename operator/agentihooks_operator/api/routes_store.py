@@ -166,7 +166,7 @@ async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
     """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed)."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
-    fd, name = tempfile.mkstemp(prefix="agentihooks-upload-")
+    fd, name = tempfile.mkstemp(prefix="agentihooks-upload-", dir=state_of(request).spool_dir)
     path = Path(name)
     sha = hashlib.sha256()
     size = 0

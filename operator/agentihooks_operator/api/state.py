@@ -32,6 +32,8 @@ class ApiState:
     #: Backs the scoped checkpoint routes; ``None`` answers them with 503.
     store: CheckpointStore | None = None
     object_cap: int = 2 * 1024**3
+    #: Where uploads are spooled (mode 0600) before they are stored; ``None``: the system temp folder.
+    spool_dir: str | None = None
     events_poll_seconds: float = 1.0
     #: Whether kopf has started and is not stopping.
     kopf_ready: Callable[[], bool] = _true

@@ -198,3 +198,46 @@ def test_fenced_attempt_credential_is_refused_at_once(world: World) -> None:
         remote.size_of(SCOPE, f"checkpoints/{built.checkpoint_id}/committed.json")
     assert e.value.status == 403
     assert eid
+
+
+def test_an_upload_cut_off_midway_leaves_nothing_behind(world: World) -> None:
+    import socket
+    import time
+    from urllib.parse import urlencode, urlparse
+
+    _eid, _built, new, remote = replacement(world)
+    spool = world.tmp / "spool"
+    spool.mkdir()
+    world.state.spool_dir = str(spool)
+    before = files(world.store.root)
+    data = os.urandom(200_000)
+    key = "objects/sha256/" + hashlib.sha256(data).hexdigest()
+    query = urlencode({"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "key": key})
+    u = urlparse(world.url)
+    head = (
+        f"PUT /v1/executions/{new}/checkpoint-store/object?{query} HTTP/1.1\r\n"
+        f"Host: {u.hostname}\r\nAuthorization: Bearer {world.worker_token(new)}\r\n"
+        f"Content-Type: application/octet-stream\r\nContent-Length: {len(data)}\r\n\r\n"
+    ).encode()
+
+    def wait_for(condition) -> None:  # type: ignore[no-untyped-def]
+        for _ in range(400):
+            if condition():
+                return
+            time.sleep(0.05)
+        raise AssertionError("condition not reached")
+
+    with socket.create_connection((u.hostname, u.port)) as s:
+        s.sendall(head + data[:50_000])
+        wait_for(lambda: any(spool.iterdir()))  # the server is streaming into its spool file
+        spooled = next(spool.iterdir())
+        assert spooled.stat().st_mode & 0o777 == 0o600
+    # The worker died mid-upload: the spool file goes, nothing reaches the store.
+    wait_for(lambda: not any(spool.iterdir()))
+    assert files(world.store.root) == before
+    # The same upload sent again in full is stored once.
+    path = world.tmp / "again.bin"
+    path.write_bytes(data)
+    remote.write_file(SCOPE, key, path)
+    added = set(files(world.store.root)) - set(before)
+    assert added == {f"swarms/swarm-a/tasks/task-1/gen-1/{key}"}
