@@ -11,7 +11,10 @@ returns ``None``; a real failure raises.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +51,8 @@ class LiveCapture:
     restored_transcript: Path | None = None
     restored_watermark: int | None = None
     taken: list[str] = field(default_factory=list)
+    #: What the last committed capture saw; a periodic capture of the same state is skipped.
+    last_fingerprint: str | None = None
 
     def __call__(self, when: CaptureWhen) -> CaptureResult | None:
         if not (self.layout.worktree / ".git").exists():
@@ -70,7 +75,13 @@ class LiveCapture:
             return None
         if watermark < 0:
             return None
-        return self._commit(when, transcript, watermark, session_id, native_files)
+        home_files = [self.layout.home / f for f in native_files] or [transcript]
+        fingerprint = _fingerprint(home_files, self.layout.worktree)
+        if when == "periodic" and fingerprint == self.last_fingerprint:
+            return None  # nothing changed since the last checkpoint
+        result = self._commit(when, transcript, watermark, session_id, native_files)
+        self.last_fingerprint = fingerprint
+        return result
 
     def _commit(
         self, when: CaptureWhen, transcript: Path, watermark: int, session_id: str | None, native: list[str]
@@ -117,3 +128,22 @@ class LiveCapture:
             )
             return CaptureResult(checkpoint_id=checkpoint_id, session_id=session_id, watermark=watermark)
         raise CheckpointExists("could not find a free checkpoint id")
+
+
+def _fingerprint(files: list[Path], worktree: Path) -> str:
+    """Sizes and times of the session files, plus HEAD and every changed path of the worktree."""
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    for args in (["rev-parse", "HEAD"], ["status", "--porcelain=v1", "-z", "--untracked-files=all"]):
+        out = subprocess.run(["git", "-C", str(worktree), *args], capture_output=True, env=env, check=False)
+        h.update(out.stdout + b"\1")
+        if args[0] == "status":
+            for entry in out.stdout.split(b"\0"):
+                path = worktree / os.fsdecode(entry[3:] if len(entry) > 3 else entry)
+                if entry and path.is_file():
+                    st = path.stat()
+                    h.update(f"{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()

@@ -108,7 +108,7 @@ def test_sigterm_commits_a_final_capture_and_propagates_the_exit_code(
 def test_periodic_captures_while_the_harness_runs(scenario: ScenarioFactory) -> None:
     sc = scenario("claude", "native")
     sc.settings = sc.settings.model_copy(update={"capture_interval_seconds": 0.1})
-    proc = start_cli(sc)
+    proc = start_cli(sc, FAKE_HARNESS_TICK="0.05")  # the conversation keeps growing
 
     def periodic_taken() -> bool:
         return len(sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)) >= 3

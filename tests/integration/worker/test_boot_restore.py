@@ -158,3 +158,23 @@ def test_first_launch_without_a_directive_restores_nothing(
     # the attempt captures its own work as it goes, under its own generation
     mine = sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)
     assert len(mine) == 1 and mine[0].execution_generation == 2
+
+
+def test_periodic_capture_of_an_unchanged_attempt_is_skipped(scenario: ScenarioFactory) -> None:
+    sc = scenario("claude", "native")
+    boot = sc.boot()
+    ctx = boot.prepare()
+    hook = boot.capture_hook
+    assert hook is not None and len(hook.taken) == 1  # the first capture
+    assert hook("periodic") is None  # nothing changed since
+    transcript = ctx.restored.transcript
+    assert transcript is not None
+    with transcript.open("ab") as f:
+        f.write(b'{"type": "assistant", "message": "more"}\n')
+    result = hook("periodic")
+    assert result is not None and result.watermark == sc.built.watermark + 1
+    assert hook("periodic") is None
+    (ctx.layout.worktree / "README.md").write_text("changed again\n")
+    assert hook("periodic") is not None
+    assert hook("final") is not None  # a final capture is always taken
+    assert len(sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)) == 4

@@ -8,6 +8,7 @@ chosen through the environment:
 * ``FAKE_HARNESS_RUN_SECONDS``: keep running this long (``forever`` until a signal).
 * ``FAKE_HARNESS_TERM_EXIT``: exit code after SIGTERM/SIGINT (default 143 / 130).
 * ``FAKE_HARNESS_IGNORE_TERM``: ignore SIGTERM/SIGINT (to test the kill budget).
+* ``FAKE_HARNESS_TICK``: while running, write one more record every this many seconds.
 * ``FAKE_HARNESS_RECORDS``: assistant records written per turn (default 1).
 * ``FAKE_HARNESS_TEXT``: text of those records (may hold U+2028/U+2029).
 * ``FAKE_HARNESS_LOG``: a file the fake appends one JSON line per run to (argv, cwd, stdin size, session).

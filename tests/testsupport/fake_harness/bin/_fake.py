@@ -53,8 +53,13 @@ def run_turns(write_record):
     ready = os.environ.get("FAKE_HARNESS_READY")
     if ready:
         Path(ready).write_text(str(os.getpid()))
+    tick = float(os.environ.get("FAKE_HARNESS_TICK", "0"))
+    next_tick = time.monotonic() + tick
     while not STOP["signal"] and time.monotonic() < deadline:
         time.sleep(0.05)
+        if tick and time.monotonic() >= next_tick:
+            write_record({"role": "assistant", "text": "tick"})
+            next_tick = time.monotonic() + tick
     if STOP["signal"]:
         write_record({"role": "system", "text": "stopped"})
         default = 128 + STOP["signal"]
