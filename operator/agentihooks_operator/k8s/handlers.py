@@ -164,7 +164,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         clock=memo["clock"],
         faults=memo.get("faults"),
     )
-    return SwarmPass(
+    runner = SwarmPass(
         recovery=recovery,
         redis_client=memo["redis"],
         keys=SwarmKeys(config.swarm_key_prefix, name),
@@ -173,7 +173,10 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         clock=memo["clock"],
         node_lost_after_s=config.node_lost_after_seconds,
         closing=launcher.close,
+        lease_ms=config.lease_ms,
     )
+    launcher.guard = runner.keepalive
+    return runner
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=10)

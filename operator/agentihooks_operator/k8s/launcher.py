@@ -77,6 +77,8 @@ class KubernetesLauncher:
         self._spec = spec
         self.control_url = control_url
         self._on_launch = on_launch
+        #: Called before every call the recovery core makes (the pass renews its lease there).
+        self.guard: Callable[[], None] = lambda: None
         self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
 
     def close(self) -> None:
@@ -92,6 +94,7 @@ class KubernetesLauncher:
         return "created"
 
     def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
+        self.guard()
         spec = self._spec()
         ex = execution_of(plan)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
@@ -122,9 +125,11 @@ class KubernetesLauncher:
         return result
 
     def exists(self, execution_id: str) -> bool:
+        self.guard()
         return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
 
     def retire(self, execution_id: str) -> None:
+        self.guard()
         ns = self.owner.namespace
         done = [
             self._pool.submit(self.kube.delete, "secrets", ns, credential_secret_name(execution_id)),

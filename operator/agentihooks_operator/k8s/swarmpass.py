@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 
-from ..recovery import PassReport, Recovery
+from ..recovery import LeaseLost, PassReport, Recovery
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
 from ..swarm import SwarmSpec
@@ -55,8 +55,11 @@ class SwarmPass:
         clock: Callable[[], int],
         node_lost_after_s: float = 40.0,
         closing: Callable[[], None] | None = None,
+        lease_ms: int = 15000,
     ) -> None:
         self._closing = closing
+        self._renew_after_s = lease_ms / 3000
+        self._renewed_at = 0.0
         self.recovery = recovery
         self.kube = kube
         self.owner = owner
@@ -90,10 +93,23 @@ class SwarmPass:
         return {str(n["metadata"]["name"]): n for n in items}
 
     # -- the pass ------------------------------------------------------------------------------
+    def keepalive(self) -> None:
+        """Renew the lease when a long pass has used a third of it; stop the pass if it is gone.
+
+        The launcher calls this before every Kubernetes call the recovery core makes, so a pass
+        over many failures never outlives its lease, and never creates a Pod after losing it.
+        """
+        if time.monotonic() - self._renewed_at < self._renew_after_s:
+            return
+        if not self.recovery.acquire():
+            raise LeaseLost(f"the lease of swarm {self.owner.name} was lost during a pass")
+        self._renewed_at = time.monotonic()
+
     def run(self, spec: SwarmSpec) -> PassResult:
         t0 = time.perf_counter()
         if not self.recovery.acquire():
             return PassResult(leader=False)
+        self._renewed_at = time.monotonic()
         if self._seen_events is None:  # entries older than this process were published before
             self._seen_events = {e.id for e in self.recovery.events(200)}
         self.recovery.ensure_seats(spec)

@@ -21,6 +21,7 @@ from .flows import (
     NODE,
     choose,
     eid,
+    fence,
     fenced,
     has_events,
     launch_record,
@@ -74,7 +75,13 @@ async def test_failure_is_fenced_and_replaced_once(
         record = await fenced(redis_url, "example", lost)
         assert record.reason == reason
         assert record.generation == 1
-        assert record.released == ["grant", "account"]
+        released = await eventually(
+            lambda: (
+                (f := fence(redis_url, "example", lost)) is not None and f.released == ["grant", "account"]
+            ),
+            what="both releases recorded in the fence",
+        )
+        assert released
         await eventually(lambda: pod_gone(cluster, lost), what="fenced Pod deleted")
         await eventually(lambda: _status_is(cluster, awaitingDecision=1), what="awaiting decision")
         swarm = await cluster.swarm("example")
