@@ -40,6 +40,11 @@ def _content(body: Any, components: dict[str, Any], *, error: bool) -> dict[str,
         return {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
     if body == "sse":
         return {"text/event-stream": {"schema": {"type": "string"}}}
+    if body == "json+sse":
+        return {
+            "application/json": {"schema": {"type": "object"}},
+            **_content("sse", components, error=False),
+        }
     if error:
         return {"application/json": {"schema": _schema(Problem, components)}}
     return {"application/json": {"schema": {"type": "object"}}}

@@ -27,7 +27,7 @@ from .schemas import (
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["none", "operator", "operator_or_master", "worker"]
-Body = type[BaseModel] | Literal["json", "text", "octet", "sse"] | None
+Body = type[BaseModel] | Literal["json", "text", "octet", "sse", "json+sse"] | None
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,11 @@ ROUTES: tuple[Route, ...] = (
         routes_swarms.events,
         "Recovery events (JSON), or a Server-Sent Events stream with follow=true",
         "operator_or_master",
-        responses={200: ("events", "json"), 400: ("bad query", "json"), **SWARM_READ},
+        responses={
+            200: ("events (JSON), or a stream with follow=true", "json+sse"),
+            400: ("bad query", "json"),
+            **SWARM_READ,
+        },
         query=(
             Param("count", {"type": "integer", "minimum": 1, "maximum": 1000}),
             Param("follow", {"type": "boolean"}),
