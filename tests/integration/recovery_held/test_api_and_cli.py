@@ -18,7 +18,7 @@ from agentihooks_operator.recovery import CrashAt, InjectedFault, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.broker import Broker, with_broker
 from testsupport.control_api import Secrets, live_api, swarm_with_masters
-from testsupport.recovery import observe
+from testsupport.recovery import dump_keys, observe
 from typer.testing import CliRunner
 
 SWARM = "swarm-h"
@@ -83,10 +83,17 @@ def test_listing_and_tokens_are_the_operators(live: Live) -> None:
     assert live.get("/v1/swarms/nope/recoveries").status_code == 404
 
 
-def test_every_refusal_by_a_real_request(live: Live, broker: Broker, make) -> None:  # type: ignore[no-untyped-def]
+def _state(client: redis.Redis) -> dict[bytes, object]:
+    # Everything but the lease record, whose expiry every leader call renews.
+    return {k: v for k, v in dump_keys(client).items() if not k.endswith(b":control-owner")}
+
+
+def test_every_refusal_by_a_real_request(live: Live, broker: Broker, make, client, caplog) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level("DEBUG")
     token = live.token()
     path = f"/v1/recoveries/{live.call}/resume"
     before = list(broker.requests)
+    stored = _state(client)
 
     r = live.post("/v1/recoveries/rc-0000000000000000/resume", json={"resume_token": token})
     assert (r.status_code, r.json()["error"]) == (404, "checkpoint_not_found")
@@ -121,6 +128,7 @@ def test_every_refusal_by_a_real_request(live: Live, broker: Broker, make) -> No
     live.registry.publish(SWARM, live.recovery, live.spec, holder="ctl-a")
 
     assert broker.requests == before  # nothing was sent by any refusal
+    assert _state(client) == stored  # and nothing was written
     assert token not in repr(r.json())
 
     # resume_failed: a controller that crashes inside the resume (200, record dropped).
@@ -133,6 +141,7 @@ def test_every_refusal_by_a_real_request(live: Live, broker: Broker, make) -> No
     r = live.post(path, json={"resume_token": token, "observed": {"release_account": "applied"}})
     assert (r.status_code, r.json()["error"]) == (404, "checkpoint_not_found")
     assert broker.applied[live.eid] == 0
+    assert "resume of" in caplog.text and token not in caplog.text  # logged, without the token
 
 
 def test_two_resumes_race_one_wins(live: Live, broker: Broker) -> None:
