@@ -73,7 +73,7 @@ def check_members(members: Iterable[tarfile.TarInfo]) -> int:
 def check_stream(fileobj: IO[bytes]) -> int:
     """Read a whole archive from a stream, checking every member (data is read, not kept)."""
     try:
-        with tarfile.open(fileobj=fileobj, mode="r|") as tar:
+        with tarfile.open(fileobj=fileobj, mode="r|", bufsize=1 << 20) as tar:
             return check_members(tar)
     except tarfile.TarError as e:
         raise ArchiveRefused("not a readable tar archive") from e

@@ -169,7 +169,7 @@ def _check_object(
             target = stage_dir.joinpath(*item.path.split("/"))
             _mkdirs_in(stage_dir, target.parent)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            out = os.fdopen(fd, "wb")
+            out = os.fdopen(fd, "wb", buffering=1 << 20)
         with store.open_read(scope, object_key(item.digest)) as src:
             reader = _HashingReader(src, out, limit)
             if item.role in ARCHIVE_ROLES:
