@@ -158,3 +158,24 @@ def with_broker(spec: SwarmSpec, url: str, secret: str | None = "broker-cred") -
     data = spec.model_dump(by_alias=True, mode="json")
     data["accountBroker"] = {"url": url, "credentialSecret": secret, "timeoutSeconds": 5}
     return SwarmSpec.model_validate(data)
+
+
+class BrokenClient:
+    """An account-broker client with a bug: every call raises (an internal error, not a broker answer)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.calls = 0
+
+    def release(self, slot: str) -> str:
+        self.calls += 1
+        raise RuntimeError("broker client bug")
+
+    def observe(self, slot: str) -> str | None:
+        self.calls += 1
+        raise RuntimeError("broker client bug")
+
+
+def broken_brokers(spec: object) -> BrokenClient:
+    """A ``BrokerSource`` whose clients raise."""
+    return BrokenClient(str(getattr(spec, "url", "")))

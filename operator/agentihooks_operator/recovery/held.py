@@ -98,6 +98,7 @@ def open_hold(ctx: Ctx, fence: FenceRecord, step: str, plan: str, *, reopen: boo
     never push each other out in turn.
     """
     call = new_call()
+    ctx.point("before:hold")
     answer = ctx.w.run(
         "hold_open",
         {
@@ -112,12 +113,15 @@ def open_hold(ctx: Ctx, fence: FenceRecord, step: str, plan: str, *, reopen: boo
             "marks": [[fence.execution_id, step, "held"]],
         },
     )
+    ctx.point("after:hold")
     return call if answer["ok"] else None
 
 
 def claim(ctx: Ctx, call: str, digest: str) -> str:
     """Take the held recovery for one resume: ``ok``, ``not_found`` (gone or taken) or ``token``."""
+    ctx.point("before:resume_claim")
     answer = ctx.w.run("hold_claim", {"call": call, "token_hash": digest, "ttl_ms": TTL_MS})
+    ctx.point("after:resume_claim")
     return "ok" if answer["ok"] else str(answer["refused"])
 
 
@@ -131,7 +135,9 @@ def hold_again(ctx: Ctx, rec: HeldRecovery, *, held: bool, detail: str) -> str |
     payload = {"call": rec.call, "token_hash": digest, "ttl_ms": TTL_MS, "held": held, "detail": detail}
     if held:
         payload["marks"] = [[rec.execution_id, rec.step, "held"]]
+    ctx.point("before:hold_again")
     answer = ctx.w.run("hold_again", payload)
+    ctx.point("after:hold_again")
     return token if answer["ok"] else None
 
 
@@ -145,4 +151,6 @@ def issue(ctx: Ctx, call: str) -> tuple[HeldRecovery, str] | None:
 
 
 def drop(ctx: Ctx, call: str) -> None:
+    ctx.point("before:resume_drop")
     ctx.w.run("hold_drop", {"call": call})
+    ctx.point("after:resume_drop")

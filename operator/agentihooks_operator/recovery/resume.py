@@ -23,7 +23,7 @@ from ..swarm import SwarmSpec
 from . import held
 from .account import STEP, confirm, send
 from .context import Ctx
-from .errors import ResumeRefused
+from .errors import InjectedFault, LeaseLost, ResumeRefused
 from .fencing import recover
 from .models import PassReport, RecoveryProgress, StepProgress
 from .reads import Attempt, one
@@ -142,6 +142,10 @@ def resume(
     kept = frozenset(s.path for s in progress_of(att) if s.status == "ok")
     try:
         return _run(ctx, spec, rec, observed, paused=paused, kept=kept)
+    except (InjectedFault, LeaseLost):
+        # A simulated process death, or the lease moved on: nothing more may be written here. The
+        # record stays claimed until it expires; a later pass then holds the step again if needed.
+        raise
     except Exception as e:
         log.error(
             "recovery of swarm %s: resume of %s stopped (%s); its record is dropped",

@@ -16,7 +16,7 @@ from agentihooks_operator.api.auth import sha256_hex
 from agentihooks_operator.cli.main import app as cli
 from agentihooks_operator.recovery import CrashAt, InjectedFault, Recovery
 from agentihooks_operator.swarm import SwarmSpec
-from testsupport.broker import Broker, with_broker
+from testsupport.broker import Broker, broken_brokers, with_broker
 from testsupport.control_api import Secrets, live_api, swarm_with_masters
 from testsupport.recovery import dump_keys, observe
 from typer.testing import CliRunner
@@ -132,7 +132,7 @@ def test_every_refusal_by_a_real_request(live: Live, broker: Broker, make, clien
     assert token not in repr(r.json())
 
     # resume_failed: a controller that crashes inside the resume (200, record dropped).
-    crashing = make(faults=CrashAt("before:broker_release"))
+    crashing = make(brokers=broken_brokers)
     live.registry.publish(SWARM, crashing, live.spec, holder="ctl-a")
     r = live.post(path, json={"resume_token": token, "observed": {"release_account": "not_applied"}})
     assert (

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from agentihooks_operator.recovery import CrashAt, InjectedFault, LeaseLost, ResumeRefused
-from testsupport.broker import with_broker
+from testsupport.broker import broken_brokers, with_broker
 from testsupport.recovery import FixedCatalog, observe, summary, swarm_spec
 
 TTL = 30 * 60 * 1000
@@ -212,7 +212,7 @@ def test_internal_error_is_resume_failed_and_drops_the_record(make, spec, broker
     _r, eid, h, obs = held_one(make, spec, broker)
     token = make().issue_resume_token(h.call)
     assert token
-    crashing = make(faults=CrashAt("before:broker_release"))
+    crashing = make(brokers=broken_brokers)
     answer = crashing.resume_recovery(h.call, token, {"release_account": "not_applied"}, spec=spec)
     assert answer.error == "resume_failed" and answer.resume_token is None
     assert {s.path: s.status for s in answer.progress}["release_account"] == "unknown"
