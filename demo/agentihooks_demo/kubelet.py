@@ -1,0 +1,323 @@
+"""A simulated kubelet: turns the operator's Pods into real ``agentihooks-worker boot`` processes.
+
+It watches (polls) the emulated API for Pods in its namespace. For each new
+Pod it reads the launch record from the Pod's ConfigMap and the worker
+credential from its Secret, exactly as the volume mount and ``secretKeyRef``
+would hand them over, starts the worker as a real process in its own process
+group, and writes the Pod status a kubelet would: ``Running``, then
+``terminated`` with the real exit code when the process ends (``OOMKilled``
+when the demo injects an out-of-memory kill), or a ``waiting`` image-pull
+state when the demo injects a pull failure. A Pod the operator deletes has its
+process group stopped. Nothing here is a real kubelet, and it says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from . import podstatus
+from .procs import signal_group
+
+DOMAIN = "swarm.agentihooks.io"
+
+
+@dataclass
+class PodRun:
+    """One Pod this kubelet has seen, and its worker process (if it was started)."""
+
+    name: str
+    seat: str
+    generation: int
+    execution_id: str
+    image: str
+    dir: Path
+    proc: asyncio.subprocess.Process | None = None
+    started: str = ""
+    oom: bool = False
+    exit_code: int | None = None
+    reported: bool = False
+    deleted: bool = False
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "worker.log"
+
+    def events(self) -> list[dict[str, Any]]:
+        """The worker's JSON event lines (``restore_verified``, ``restore_refused``, ...)."""
+        if not self.log.exists():
+            return []
+        out = []
+        for raw in self.log.read_text(errors="replace").splitlines():
+            line = raw.strip()
+            if line.startswith("{") and '"event"' in line:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+        return out
+
+    def event(self, name: str) -> dict[str, Any] | None:
+        return next((e for e in self.events() if e.get("event") == name), None)
+
+
+#: Per-Pod instructions: "hold" leaves it Pending; a dict of env adds harness settings for its worker.
+Plan = Callable[[PodRun], "str | dict[str, str]"]
+
+
+@dataclass
+class SimulatedKubelet:
+    api: str
+    workdir: Path
+    base_env: dict[str, str]
+    namespace: str = "default"
+    plan: Plan = field(default=lambda run: {})
+    say: Callable[[str], None] = print
+    pods: dict[str, PodRun] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.http = httpx.AsyncClient(base_url=self.api, timeout=10)
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        r = await self.http.post("/api/v1/nodes", json=podstatus.node())
+        if r.status_code not in (200, 201, 409):
+            r.raise_for_status()
+        self.say("[kubelet] SIMULATED kubelet: worker Pods run as local processes on node 'demo-node'")
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for run in self.pods.values():
+            await self._stop_process(run, signal.SIGTERM)
+        await self.http.aclose()
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.sync()
+            except httpx.HTTPError as e:
+                self.say(f"[kubelet] API unreachable ({type(e).__name__}); retrying")
+            await asyncio.sleep(0.2)
+
+    # -- one sync --------------------------------------------------------------------------------
+    async def sync(self) -> None:
+        r = await self.http.get(f"/api/v1/namespaces/{self.namespace}/pods")
+        r.raise_for_status()
+        present = {p["metadata"]["name"]: p for p in r.json()["items"]}
+        for name, pod in present.items():
+            if name not in self.pods and pod["metadata"].get("labels", {}).get(f"{DOMAIN}/execution-id"):
+                await self._admit(pod)
+        for name, run in self.pods.items():
+            if name not in present and not run.deleted:
+                run.deleted = True
+                await self._stop_process(run, signal.SIGTERM)
+            elif run.proc is not None and run.proc.returncode is not None and not run.reported:
+                run.exit_code = run.proc.returncode
+                await self._report_exit(run)
+
+    async def _admit(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        labels = meta.get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        eid = labels[f"{DOMAIN}/execution-id"]
+        run = PodRun(
+            name=meta["name"],
+            seat=annotations.get(f"{DOMAIN}/seat", "?"),
+            generation=int(labels.get(f"{DOMAIN}/generation", "0")),
+            execution_id=eid,
+            image=pod["spec"]["containers"][0]["image"],
+            dir=self.workdir / "pods" / meta["name"],
+        )
+        self.pods[run.name] = run
+        run.dir.mkdir(parents=True, exist_ok=True)
+        instruction = self.plan(run)
+        if instruction == "hold":
+            self.say(f"[kubelet] {run.seat} gen {run.generation}: Pod {run.name} stays Pending")
+            return
+        extra = instruction if isinstance(instruction, dict) else {}
+        await self._run_worker(run, pod, extra)
+
+    async def _read(self, resource: str, name: str) -> dict[str, Any]:
+        r = await self.http.get(f"/api/v1/namespaces/{self.namespace}/{resource}/{name}")
+        r.raise_for_status()
+        return dict(r.json())
+
+    async def _run_worker(self, run: PodRun, pod: dict[str, Any], extra: dict[str, str]) -> None:
+        container = pod["spec"]["containers"][0]
+        volume = next(v for v in pod["spec"].get("volumes", []) if "configMap" in v)
+        mount = next(m for m in container.get("volumeMounts", []) if m["name"] == volume["name"])
+        configmap = await self._read("configmaps", volume["configMap"]["name"])
+        mounted = run.dir / "launch"
+        mounted.mkdir(exist_ok=True)
+        for key, text in (configmap.get("data") or {}).items():
+            (mounted / key).write_text(text)
+        env = dict(self.base_env)
+        for item in container.get("env", []):
+            if "value" in item:
+                value = str(item["value"])
+                if value.startswith(mount["mountPath"] + "/"):
+                    value = str(mounted / value[len(mount["mountPath"]) + 1 :])
+                env[item["name"]] = value
+            elif "secretKeyRef" in (item.get("valueFrom") or {}):
+                ref = item["valueFrom"]["secretKeyRef"]
+                secret = await self._read("secrets", ref["name"])
+                env[item["name"]] = _secret_value(secret, ref["key"])
+        env.update(extra)
+        env[CONTAINER_ENV] = run.name  # every process of this "container" carries it (see container_pids)
+        log = run.log.open("ab")
+        run.proc = await asyncio.create_subprocess_exec(
+            "agentihooks-worker",
+            "boot",
+            env=env,
+            cwd=run.dir,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        run.started = podstatus.ts()
+        await self.set_status(run, podstatus.running(run.image, run.started), node=True)
+        self.say(
+            f"[kubelet] {run.seat} gen {run.generation}: started agentihooks-worker boot (pid {run.proc.pid})"
+        )
+
+    async def set_status(self, run: PodRun, status: dict[str, Any], *, node: bool = False) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{run.name}"
+        merge = {"Content-Type": "application/merge-patch+json"}
+        if node:
+            r = await self.http.patch(path, json={"spec": {"nodeName": podstatus.NODE}}, headers=merge)
+            r.raise_for_status()
+        body = {
+            "status": {k: None for k in ("reason", "message", "containerStatuses", "conditions")} | status
+        }
+        r = await self.http.patch(path + "/status", json=body, headers=merge)
+        if r.status_code != 404:
+            r.raise_for_status()
+
+    async def _report_exit(self, run: PodRun) -> None:
+        run.reported = True
+        code = 137 if run.oom else int(run.exit_code or 0)
+        if run.exit_code is not None and run.exit_code < 0 and not run.oom:
+            code = 128 - run.exit_code
+        if run.deleted:
+            return
+        await self.set_status(run, podstatus.terminated(run.image, code, run.started, oom=run.oom))
+        what = "OOMKilled" if run.oom else f"exited {code}"
+        self.say(f"[kubelet] {run.seat} gen {run.generation}: container {what}")
+
+    async def _stop_process(self, run: PodRun, sig: int) -> None:
+        """Stop the container: ``sig`` to the worker's group, then SIGKILL to every process it left."""
+        if run.proc is not None and run.proc.returncode is None:
+            signal_group(run.proc.pid, sig)
+            try:
+                await asyncio.wait_for(run.proc.wait(), 10)
+            except TimeoutError:
+                signal_group(run.proc.pid, signal.SIGKILL)
+                await run.proc.wait()
+        if sig == signal.SIGKILL:
+            kill_container(run.name)  # an OOM kill takes the whole cgroup, harness included
+        else:
+            await asyncio.to_thread(_reap, run.name)
+
+    # -- injected faults -------------------------------------------------------------------------
+    async def oom_kill(self, run: PodRun, *, report: bool = True) -> None:
+        """The node runs out of memory: SIGKILL the container's processes; report ``OOMKilled``.
+
+        With ``report=False`` the status is held back until :meth:`report_exit` (a slow kubelet),
+        so a story can act between the kill and the moment the operator sees it.
+        """
+        run.oom = True
+        run.reported = not report
+        await self._stop_process(run, signal.SIGKILL)
+        if not report and run.proc is not None:
+            run.exit_code = run.proc.returncode
+
+    async def report_exit(self, run: PodRun) -> None:
+        await self._report_exit(run)
+
+    async def image_pull_failure(self, run: PodRun) -> None:
+        """Stop the container and report its image as unpullable (a re-created container whose pull fails)."""
+        run.reported = True
+        await self._stop_process(run, signal.SIGTERM)
+        await self.set_status(run, podstatus.pull_failure(run.image))
+
+    async def fail_pending(self, run: PodRun, exit_code: int) -> None:
+        """Give up on a held Pod: report it Failed without its container ever running."""
+        run.reported = True
+        await self.set_status(run, podstatus.never_started(run.image, exit_code), node=True)
+
+    def runs(self, seat: str) -> list[PodRun]:
+        return sorted((r for r in self.pods.values() if r.seat == seat), key=lambda r: r.generation)
+
+
+CONTAINER_ENV = "AGENTIHOOKS_DEMO_CONTAINER"
+
+
+def container_pids(name: str) -> list[int]:
+    """Processes of one simulated container: they carry its name in their environment (Linux /proc)."""
+    marker = f"{CONTAINER_ENV}={name}".encode()
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                out.append(int(entry.name))
+        except OSError:
+            continue
+    return out
+
+
+def kill_container(name: str) -> None:
+    for pid in container_pids(name):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _reap(name: str, grace: float = 5.0) -> None:
+    """Give what the worker left a moment to exit after its own SIGTERM handling, then SIGKILL it."""
+    deadline = time.monotonic() + grace
+    while container_pids(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    kill_container(name)
+
+
+def _secret_value(secret: dict[str, Any], key: str) -> str:
+    import base64
+
+    if key in (secret.get("stringData") or {}):
+        return str(secret["stringData"][key])
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+def env_for_workers(path_prefix: Path, attempts: Path, remotes: dict[str, str]) -> dict[str, str]:
+    """What every simulated container gets: the fake harness first on PATH, attempts under the node dir."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "FAKE_"))}
+    return {
+        **keep,
+        "PATH": f"{path_prefix}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AGENTIHOOKS_ATTEMPTS_DIR": str(attempts),
+        "AGENTIHOOKS_PROJECT_REMOTES": json.dumps(remotes),
+        "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "1",
+        "FAKE_HARNESS_RUN_SECONDS": "forever",
+        "GIT_AUTHOR_NAME": "demo",
+        "GIT_AUTHOR_EMAIL": "demo@localhost",
+        "GIT_COMMITTER_NAME": "demo",
+        "GIT_COMMITTER_EMAIL": "demo@localhost",
+    }

@@ -1,0 +1,104 @@
+"""``agentihooks-demo`` (``make demo``): the product's main job on one machine, with no cluster.
+
+Starts a private redis-server, the emulated Kubernetes API, the real operator
+(with its control API and ledger page) and a simulated kubelet that runs real
+worker processes, then tells the story in :mod:`agentihooks_demo.story`.
+``--keep`` leaves everything running until Ctrl-C; ``--ci`` checks every
+outcome and exits non-zero when one is wrong; ``--evidence PATH`` runs the
+acceptance cases instead and writes the evidence record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from .harness import fake_harness_bin
+from .kubelet import SimulatedKubelet, env_for_workers
+from .procs import Processes
+from .stack import StackError, demo_repository, start_stack
+from .story import demo_plan, run_story
+from .world import StoryFailed, World
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> int:
+    stack = await asyncio.to_thread(start_stack, workdir, procs, say)
+    repo = demo_repository(workdir / "demo-app")
+    env = env_for_workers(fake_harness_bin(), workdir / "node" / "attempts", {"local:demo-app": str(repo)})
+    kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=demo_plan, say=say)
+    await kubelet.start()
+    world = World(stack, kubelet, "demo", say=say)
+    try:
+        result = await run_story(world, check=args.ci)
+        say("\n== agentihooks swarm demo status")
+        say(result.status_table.rstrip())
+        say("\n== restore outcomes (controller metrics)")
+        for name, value in sorted(result.metrics.items()):
+            if "restore_outcomes_by_type" in name:
+                say(f"  {name} {value:g}")
+        say(f"\nLedger page: {stack.control_url}/ledger/demo")
+        say(f"  sign in with the operator token in {stack.token_file} (readable only by you)")
+        say(f"CLI: export AGENTIHOOKS_CONTROL_URL={stack.control_url}")
+        say(f'     export AGENTIHOOKS_TOKEN="$(cat {stack.token_file})"')
+        say(f"Logs: {workdir / 'logs'} (operator, redis, API) and {workdir / 'node' / 'pods'} (workers)")
+        if args.ci:
+            say("demo --ci: every outcome of the story checked")
+        if args.keep:
+            say("\n--keep: everything keeps running; press Ctrl-C to stop every process the demo started")
+            await asyncio.Event().wait()
+        return 0
+    finally:
+        await kubelet.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="agentihooks-demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="leave everything running until Ctrl-C")
+    parser.add_argument("--ci", action="store_true", help="check every outcome; exit 1 when one is wrong")
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where logs and state go (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--evidence", type=Path, default=None, help="run the acceptance cases, write this record"
+    )
+    args = parser.parse_args(argv)
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="agentihooks-demo-"))).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o700)
+    say(
+        "agentihooks-recovery demo: no cluster; the kubelet is SIMULATED (worker Pods run as local processes)"
+    )
+    say(f"work folder: {workdir}")
+    procs = Processes()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    code = 1
+    try:
+        if args.evidence is not None:
+            from .evidence import run_evidence
+
+            code = asyncio.run(run_evidence(args.evidence.resolve(), workdir, procs, say))
+        else:
+            code = asyncio.run(_demo(args, workdir, procs))
+    except KeyboardInterrupt:
+        say("\ninterrupted: stopping every process the demo started")
+        code = 130
+    except (StoryFailed, StackError) as e:
+        say(f"demo FAILED: {e}\nlogs: {workdir / 'logs'}")
+        code = 1
+    finally:
+        procs.stop_all()
+        say("stopped: redis-server, Kubernetes API emulator, operator and every worker")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
