@@ -3,7 +3,7 @@
 PYTHON ?= python3
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck pytest test bench clean
+.PHONY: install lint typecheck pytest test bench clean demo evidence
 
 install:
 	./scripts/install-deps.sh
@@ -26,3 +26,12 @@ bench:
 
 clean:
 	rm -rf build dist *.egg-info .mypy_cache .ruff_cache
+
+# The README's main command: the whole product on this machine, no cluster (DEMO_ARGS=--keep to explore).
+DEMO_ARGS ?=
+demo: install
+	$(PYTHON) -m agentihooks_demo.main $(DEMO_ARGS)
+
+# The live evidence record of SV2-CKP-05, produced by a run (never written by hand).
+evidence: install
+	$(PYTHON) -m agentihooks_demo.main --evidence evidence/SV2-CKP-05/result.json
