@@ -163,6 +163,12 @@ def resume(
         return answer_of(rec, now, token=None, kept=kept, error="resume_failed")
 
 
+def _event(base: dict[str, Any], path: str, observed: str | None, *, sent: bool) -> dict[str, Any]:
+    seen = f"observed {observed}, " if observed else ""
+    detail = f"{path} resumed by {base['call']}: {seen}{'sent' if sent else 'not sent'}"
+    return {**base, "path": path, "observed": observed, "sent": sent, "detail": detail}
+
+
 def _run(
     ctx: Ctx,
     spec: SwarmSpec | None,
@@ -190,7 +196,7 @@ def _run(
         if "account" in fence.released:
             outcome = "ok"
         elif value == "applied":
-            confirm(ctx, eid, "reported", [{**base, "observed": "applied", "sent": False}])
+            confirm(ctx, eid, "reported", [_event(base, rec.step, "applied", sent=False)])
             outcome = "ok"
         elif broker is None or rec.step != STEP:
             raise RuntimeError("no broker to send the held step to")
@@ -199,7 +205,7 @@ def _run(
             def hold() -> None:
                 token.append(held.hold_again(ctx, rec, held=True, detail="account broker cannot be observed"))
 
-            outcome = send(ctx, fence, broker, hold, [{**base, "observed": "not_applied", "sent": True}])
+            outcome = send(ctx, fence, broker, hold, [_event(base, rec.step, "not_applied", sent=True)])
     if outcome == "failed":
         token.append(held.hold_again(ctx, rec, held=False, detail="the broker refused the release"))
     if outcome != "ok":
@@ -211,7 +217,7 @@ def _run(
     after, _ = one(ctx.w, eid)
     ran = [p for p in ("retire", "decide") if _status(before, p) != _status(after, p)]
     if ran:
-        events = [{**base, "path": p, "observed": None, "sent": True} for p in ran]
+        events = [_event(base, p, None, sent=True) for p in ran]
         ctx.w.run("marks", {"step_events": events})
     held.drop(ctx, rec.call)
     return answer_of(rec, after, token=None, kept=kept)
