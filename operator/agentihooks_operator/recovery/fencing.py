@@ -116,6 +116,7 @@ def recover(
             {
                 "execution_id": eid,
                 "kind": "account",
+                "how": "built-in",
                 "marks": [[eid, "release_account", "ok"], [eid, "retire", "unknown"]],
             },
         )

@@ -159,3 +159,16 @@ def test_wrong_credential_is_a_refusal_not_a_release(make, spec, broker, client)
     r.reconcile(spec, obs)
     assert broker.applied[eid] == 0
     assert journal(client, r, eid)["release_account"] == "failed"
+
+
+def test_built_in_pool_is_released_with_the_fence_and_never_asks_a_broker(make, broker, client) -> None:  # type: ignore[no-untyped-def]
+    from testsupport.recovery import swarm_spec
+
+    spec = swarm_spec(1)  # no accountBroker: the built-in pool in Redis
+    eid, obs = fail_first(make, spec)
+    r = make()
+    r.reconcile(spec, obs)
+    f = fence(client, r, eid)
+    assert f["released"] == ["grant", "account"] and f["account_release"] == "built-in"
+    assert client.hget(r.keys.account_slots, eid) == b"ended"
+    assert broker.requests == [] and r.held_recoveries() == []
