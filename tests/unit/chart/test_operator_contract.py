@@ -69,6 +69,7 @@ def test_rendered_settings_parse(helm: Helm, name: str, monkeypatch: pytest.Monk
     api = ApiConfig()
     assert op.operator_id == "operator-pod-0"
     assert api.control_port == 8080
+    assert api.checkpoint_object_cap == 2 * 1024**3
     assert op.redis_url.startswith(("redis://", "rediss://"))
     if "AGENTIHOOKS_REDIS_PASSWORD" in env:
         assert ":s3cr3t@" in op.redis_url, "the password reaches the Redis URL the operator connects with"

@@ -73,6 +73,9 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    # Read-only root: /tmp is an emptyDir big enough to spool a worker's checkpoint upload.
+    assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
+    assert {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}} in pod["volumes"]
     env = env_of(c)
     assert env["AGENTIHOOKS_SWARM_KEY_PREFIX"]["value"] == "agentihooks"
     assert (
