@@ -1,0 +1,76 @@
+"""``make demo`` in its CI mode: the story's outcomes are checked by the demo and again here.
+
+The demo's own ``--ci`` checks (replacements, continuity, refusals, metrics)
+make it exit non-zero on any wrong outcome; this test also reads what it
+printed and checks that every process it started is gone afterwards, both
+after a normal run and after Ctrl-C while ``--keep`` holds everything up.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, demo_argv, demo_env, processes_using, run_demo
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_story_outcomes_and_nothing_left_running(tmp_path: Path) -> None:
+    work = tmp_path / "demo"
+    done = run_demo("--ci", "--workdir", str(work))
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "the kubelet is SIMULATED" in out
+    assert "demo --ci: every outcome of the story checked" in out
+    # eng-1 resumed natively without asking, eng-2 reconstructed after the CLI decision, eng-3 fresh
+    assert re.search(r"eng-1: operator resumed without asking; .*recovery: native", out)
+    assert re.search(r"eng-2: generation 2 logged .*recovery: reconstructed", out)
+    assert re.search(r"eng-3: replaced fresh without a choice; .*recovery: fresh", out)
+    assert "error: no recovery decision is pending for this attempt" in out
+    status = out.split("== agentihooks swarm demo status", 1)[1]
+    rows = {line.split()[0]: line for line in status.splitlines() if line.startswith("eng-")}
+    assert set(rows) == {"eng-1", "eng-2", "eng-3"}
+    for kind in ("native", "reconstructed", "fresh"):
+        assert f'agentihooks_restore_outcomes_by_type{{swarm="demo",type="{kind}"}} 1' in out
+    assert re.search(r"Ledger page: http://127\.0\.0\.1:\d+/ledger/demo", out)
+    # one worker log per Pod: three seats, two Pods each (the held eng-3 spawn never ran a worker)
+    logs = sorted(p.parent.name for p in (work / "node" / "pods").glob("*/worker.log"))
+    assert len(logs) == 5
+    assert (work / "operator-token").stat().st_mode & 0o077 == 0
+    assert processes_using(work) == []
+
+
+def test_ctrl_c_with_keep_stops_every_process(tmp_path: Path) -> None:
+    work = tmp_path / "keep"
+    log = (tmp_path / "out.txt").open("w")
+    proc = subprocess.Popen(
+        demo_argv("--keep", "--workdir", str(work)),
+        cwd=REPO,
+        env=demo_env(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 150
+        text = ""
+        while "--keep: everything keeps running" not in text:
+            assert proc.poll() is None, (tmp_path / "out.txt").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the demo never reached --keep"
+            time.sleep(0.5)
+            text = (tmp_path / "out.txt").read_text()
+        assert processes_using(work), "nothing was running while --keep held the demo up"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    out = (tmp_path / "out.txt").read_text()
+    assert "interrupted: stopping every process the demo started" in out
+    assert processes_using(work) == []
