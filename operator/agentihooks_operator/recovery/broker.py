@@ -66,6 +66,9 @@ class HttpBroker:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        parsed = httpx.URL(self.url)
+        #: What log lines name: scheme, host and port only (never user info from the URL).
+        self.shown = f"{parsed.scheme}://{parsed.host}" + (f":{parsed.port}" if parsed.port else "")
         headers = {"Accept": "application/json", "User-Agent": "agentihooks-operator"}
         if credential:
             headers["Authorization"] = f"Bearer {credential}"
@@ -85,18 +88,20 @@ class HttpBroker:
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             # The request never left: nothing can have been applied.
             log.warning(
-                "account broker %s: cannot connect (%s): release not sent", self.url, type(e).__name__
+                "account broker %s: cannot connect (%s): release not sent", self.shown, type(e).__name__
             )
             return "failed"
         except httpx.HTTPError as e:
-            log.warning("account broker %s: release outcome unknown (%s)", self.url, type(e).__name__)
+            log.warning("account broker %s: release outcome unknown (%s)", self.shown, type(e).__name__)
             return "unknown"
         if resp.status_code in (200, 204, 409):
             return "released"
         if resp.status_code >= 500:
-            log.warning("account broker %s: release answered %s: outcome unknown", self.url, resp.status_code)
+            log.warning(
+                "account broker %s: release answered %s: outcome unknown", self.shown, resp.status_code
+            )
             return "unknown"
-        log.warning("account broker %s: release refused with %s", self.url, resp.status_code)
+        log.warning("account broker %s: release refused with %s", self.shown, resp.status_code)
         return "failed"
 
     def observe(self, slot: str) -> Observation | None:
@@ -104,13 +109,13 @@ class HttpBroker:
             resp = self._http.get(f"/v1/slots/{slot}")
             state = resp.json().get("state") if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError) as e:
-            log.warning("account broker %s: slot state unavailable (%s)", self.url, type(e).__name__)
+            log.warning("account broker %s: slot state unavailable (%s)", self.shown, type(e).__name__)
             return None
         if state == "released":
             return "applied"
         if state == "active":
             return "not_applied"
-        log.warning("account broker %s: slot state unavailable (answer %s)", self.url, resp.status_code)
+        log.warning("account broker %s: slot state unavailable (answer %s)", self.shown, resp.status_code)
         return None
 
 

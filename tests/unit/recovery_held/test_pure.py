@@ -197,3 +197,14 @@ def test_state_answers_are_observations_or_none(status: int, body: object, seen:
         return httpx.Response(status, json=body)
 
     assert _broker(handler).observe("exe-1") == seen
+
+
+def test_log_lines_name_the_broker_without_user_info(caplog: pytest.LogCaptureFixture) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={})
+
+    broker = HttpBroker("https://user:s3cret@broker.example:8443/", transport=httpx.MockTransport(handler))
+    with caplog.at_level("WARNING"):
+        assert broker.release("exe-1") == "unknown"
+        assert broker.observe("exe-1") is None
+    assert "https://broker.example:8443" in caplog.text and "s3cret" not in caplog.text
