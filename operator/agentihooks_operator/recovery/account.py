@@ -79,25 +79,35 @@ def settle_unknown(ctx: Ctx, fence: FenceRecord, broker: AccountBroker, hold: Ho
 def account_step(ctx: Ctx, fence: FenceRecord, broker: AccountBroker) -> StepResult:
     """The pass's account step for an external broker (under the attempt's lock)."""
     eid = fence.execution_id
-    with ctx.lock_for(eid):
-        att, _ = one(ctx.w, eid)
-        fence = att.fence or fence
-        if "account" in fence.released:
-            return "ok"
-        if held.for_execution(ctx, eid) is not None:
-            return "held"  # the operator owns this step until the record expires or is answered
-        plan = held.plan_of(fence, STEP, broker.url)
+    lock = ctx.lock_for(eid)
+    if not lock.acquire(blocking=False):
+        return "held"  # a resume of this attempt is talking to the broker now; never wait for it here
+    try:
+        return _account_locked(ctx, fence, broker)
+    finally:
+        lock.release()
 
-        def hold_new() -> None:
-            held.open_hold(ctx, fence, STEP, plan, reopen=False, detail="account broker cannot be observed")
 
-        status = att.step(STEP)
-        if status == "held":
-            # Its record expired or was pushed out: open a new one while there is room.
-            held.open_hold(ctx, fence, STEP, plan, reopen=True, detail="held again: its record was gone")
-            return "held"
-        if status == "unknown":
-            settled = settle_unknown(ctx, fence, broker, hold_new)
-            if settled != "failed":
-                return settled
-        return send(ctx, fence, broker, hold_new)
+def _account_locked(ctx: Ctx, fence: FenceRecord, broker: AccountBroker) -> StepResult:
+    eid = fence.execution_id
+    att, _ = one(ctx.w, eid)
+    fence = att.fence or fence
+    if "account" in fence.released:
+        return "ok"
+    if held.for_execution(ctx, eid) is not None:
+        return "held"  # the operator owns this step until the record expires or is answered
+    plan = held.plan_of(fence, STEP, broker.url)
+
+    def hold_new() -> None:
+        held.open_hold(ctx, fence, STEP, plan, reopen=False, detail="account broker cannot be observed")
+
+    status = att.step(STEP)
+    if status == "held":
+        # Its record expired or was pushed out: open a new one while there is room.
+        held.open_hold(ctx, fence, STEP, plan, reopen=True, detail="held again: its record was gone")
+        return "held"
+    if status == "unknown":
+        settled = settle_unknown(ctx, fence, broker, hold_new)
+        if settled != "failed":
+            return settled
+    return send(ctx, fence, broker, hold_new)

@@ -99,3 +99,34 @@ def test_crash_inside_a_resume(make, spec, broker, clock, client, mode, point) -
     broker.mode = "refuse_state" if mode == "refuse_state" else "normal"
     r = settle(make, spec, obs, broker, clock, client, eid)
     check_once(r, client, broker, eid)
+
+
+def test_a_pass_during_a_resume_neither_waits_nor_sends(make, spec, broker, clock, client) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    eid, obs = failed_attempt(make, spec)
+    broker.mode = "refuse_state"
+    with pytest.raises(InjectedFault):
+        make(faults=CrashAt("before:broker_release")).reconcile(spec, obs)
+    r = make()
+    r.reconcile(spec, obs)
+    [h] = r.held_recoveries()
+    token = r.issue_resume_token(h.call)
+    assert token
+    broker.mode, broker.gate = "normal", threading.Event()
+    broker.received.clear()
+    answers = []
+    t = threading.Thread(
+        target=lambda: answers.append(
+            r.resume_recovery(h.call, token, {"release_account": "not_applied"}, spec=spec)
+        )
+    )
+    t.start()
+    assert broker.received.wait(30)  # the resume's release is at the broker
+    r.reconcile(spec, obs)  # the same controller's pass, meanwhile: returns, sends nothing for this attempt
+    assert t.is_alive()  # the pass returned while the resume is still at the broker: it did not wait
+    assert [x for x in broker.requests if x[0] == "release"] == [("release", eid)]
+    broker.gate.set()
+    t.join(30)
+    assert answers[0].status == "ok"
+    check_once(r, client, broker, eid)
