@@ -93,7 +93,10 @@ def check(cmd: DocCommand) -> str:
             return reason
     argv = shlex.split(_placeholders(text))
     if first in PRODUCT:
-        done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)
+        try:
+            done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)
+        except FileNotFoundError as e:
+            raise AssertionError(f"{cmd.where}: {first} is not installed (run `make install`)") from e
         assert done.returncode == 0, f"{cmd.where}: `{text}` does not parse: {done.stderr.strip()[-500:]}"
         verb = _verb(argv)
         assert _exercised(verb), f"{cmd.where}: nothing in tests/integration or demo/ runs `{verb}`"
