@@ -106,7 +106,10 @@ def recover(
     broker = ctx.broker(spec)
     if "account" not in released and broker is not None:
         # An external broker: journaled, observed before re-sending, possibly held for the operator.
-        if account_step(ctx, fence, broker) != "ok":
+        step = account_step(ctx, fence, broker)
+        if step != "ok":
+            if step == "held":
+                report.held.append(eid)
             return
         retire_unsent = att.step("retire") is None
     elif "account" not in released:

@@ -95,6 +95,8 @@ class PassReport(BaseModel):
     retired: list[str] = Field(default_factory=list)
     refusals: list[Refusal] = Field(default_factory=list)
     skipped_stale: list[str] = Field(default_factory=list)
+    #: Attempts whose recovery stopped at a held step this pass (waiting for the operator).
+    held: list[str] = Field(default_factory=list)
     #: Redis round trips this pass made (scripts, pipelines, single commands).
     round_trips: int = 0
 

@@ -80,7 +80,8 @@ def test_unobservable_broker_holds_only_that_attempt(make, broker, client, launc
     a, b = plans[0].execution_id, plans[1].execution_id
     broker.mode = "refuse_state"
     r = make()
-    r.reconcile(spec, observe([(a, "eng-1", 1), (b, "eng-2", 1)], failed={a: "oom_killed"}))
+    report = r.reconcile(spec, observe([(a, "eng-1", 1), (b, "eng-2", 1)], failed={a: "oom_killed"}))
+    assert report.held == [a] and report.fenced == [a]
     held = r.held_recoveries()
     assert [(h.execution_id, h.step, h.seat) for h in held] == [(a, "release_account", "eng-1")]
     f = fence(client, r, a)
