@@ -274,9 +274,9 @@ def _json(response: Any) -> dict[str, Any]:
 
 async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable[[str], None]) -> int:
     started = _now()
+    bin_dir = fake_harness_bin()
     stack = await asyncio.to_thread(start_stack, workdir, procs, say)
     repo = demo_repository(workdir / "demo-app")
-    bin_dir = fake_harness_bin()
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {PROJECT: str(repo)})
     kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=evidence_plan, say=say)
     await kubelet.start()

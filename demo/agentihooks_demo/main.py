@@ -21,7 +21,7 @@ from pathlib import Path
 from .harness import fake_harness_bin
 from .kubelet import SimulatedKubelet, env_for_workers
 from .procs import Processes
-from .stack import StackError, demo_repository, start_stack
+from .stack import StackError, demo_repository, preflight, start_stack
 from .story import demo_plan, run_story
 from .world import StoryFailed, World
 
@@ -31,9 +31,10 @@ def say(text: str) -> None:
 
 
 async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> int:
+    bin_dir = fake_harness_bin()
     stack = await asyncio.to_thread(start_stack, workdir, procs, say)
     repo = demo_repository(workdir / "demo-app")
-    env = env_for_workers(fake_harness_bin(), workdir / "node" / "attempts", {"local:demo-app": str(repo)})
+    env = env_for_workers(bin_dir, workdir / "node" / "attempts", {"local:demo-app": str(repo)})
     kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=demo_plan, say=say)
     await kubelet.start()
     world = World(stack, kubelet, "demo", say=say)
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     code = 1
     try:
+        preflight()
         if args.evidence is not None:
             from .evidence import run_evidence
 

@@ -95,6 +95,18 @@ def _alive(procs: Processes, name: str) -> bool:
     return False
 
 
+def preflight() -> None:
+    """Everything the demo needs, checked before it starts anything (a clear error names what is missing)."""
+    _redis_binary()
+    missing = [
+        name
+        for name in ("git", "agentihooks", "agentihooks-operator", "agentihooks-worker")
+        if shutil.which(name) is None
+    ]
+    if missing:
+        raise StackError(f"not found on PATH: {', '.join(missing)}; run `make install` first")
+
+
 def start_stack(workdir: Path, procs: Processes, say: Any = print) -> Stack:
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
