@@ -25,6 +25,7 @@ import sys
 
 import pytest
 from agentihooks_operator.api.routes import ROUTES
+from agentihooks_operator.api.routes_held import HELD_ROUTES
 
 from .doccommands import REPO, DocCommand, all_commands
 
@@ -74,7 +75,7 @@ def _verb(argv: list[str]) -> str:
 
 def _route_exists(method: str, url: str) -> bool:
     path = re.sub(r"^\S*?(?=/v1/|/healthz|/readyz|/metrics|/ledger)", "", url).split("?", 1)[0]
-    for route in ROUTES:
+    for route in (*ROUTES, *HELD_ROUTES):
         pattern = "^" + re.sub(r"\\\{[^}]+\\\}", r"[^/]+", re.escape(route.path)) + "$"
         if route.method.upper() == method and re.match(pattern, path):
             return True
