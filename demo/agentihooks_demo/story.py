@@ -1,4 +1,4 @@
-"""The demo's story: three seats of swarm ``demo`` lose their Pods in three ways and come back.
+"""The demo's story: seats lose their Pods in several ways and come back, each exactly once.
 
 * ``eng-1`` is OOM-killed; its checkpoint is native and it held a session, so
   the operator resumes it natively without asking anyone.
@@ -7,6 +7,8 @@
   past the image-pull grace it waits, ``restore-decision eng-2 resume`` is
   posted through the CLI, and it continues reconstructed. The same request
   again changes nothing; a different choice is refused.
+* ``cx-1`` of swarm ``demo-codex`` (a Swarm has one harness) is the same with
+  Codex: OOM-killed, resumed natively through ``codex exec resume``.
 * ``eng-3`` is a spawn superseded as a legacy specification that never
   started: it is replaced fresh without a choice.
 
@@ -45,6 +47,17 @@ def demo_spec() -> dict[str, Any]:
     }
 
 
+def codex_spec() -> dict[str, Any]:
+    """A second swarm whose harness is Codex (a Swarm has one harness)."""
+    return {
+        "image": IMAGE,
+        "harness": {"name": "codex", "command": ["codex", "exec", "Work on your task"]},
+        "seats": [{"name": "cx-1", "project": PROJECT, "task": {"id": "t-cli", "text": "Add a CLI"}}],
+        "recovery": {"automation": True, "passIntervalSeconds": 0.5},
+        "checkpointStore": {"remote": True},
+    }
+
+
 def demo_plan(run: PodRun) -> str | dict[str, str]:
     """How the simulated kubelet treats each Pod (the injected conditions of the story)."""
     if run.seat == "eng-2" and run.generation == 1:
@@ -67,6 +80,9 @@ async def run_story(w: World, *, check: bool) -> StoryResult:
     result = StoryResult()
     w.step("creating Swarm 'demo' (3 seats, Claude Code harness, automation on, image-pull grace 2s)")
     await w.create_swarm(demo_spec())
+    cx = World(w.stack, w.kubelet, "demo-codex", say=w.say, started=w.started)
+    w.step("creating Swarm 'demo-codex' (1 seat, Codex harness)")
+    await cx.create_swarm(codex_spec())
     eng1 = await w.run_of("eng-1", 1)
     eng2 = await w.run_of("eng-2", 1)
     eng3 = await w.run_of("eng-3", 1, started=False)
@@ -83,6 +99,17 @@ async def run_story(w: World, *, check: bool) -> StoryResult:
     line = await w.worker_event(eng1b, "restore_verified", "restore_refused")
     w.step(f"eng-1: operator resumed without asking; generation 2 logged {_short(line)}")
     result.continuity["eng-1"] = str(line.get("recovery") or line.get("reason"))
+
+    # cx-1 (Codex): the same, through `codex exec resume <session>`.
+    cx1 = await cx.run_of("cx-1", 1)
+    row = await cx.captured(cx1, native=True)
+    w.step(f"cx-1's worker (Codex) committed checkpoint {row['checkpoint_id']} (native)")
+    await w.kubelet.oom_kill(cx1)
+    w.step("cx-1: the kubelet OOM-kills the Codex worker")
+    cx1b = await cx.run_of("cx-1", 2)
+    line = await cx.worker_event(cx1b, "restore_verified", "restore_refused")
+    w.step(f"cx-1: operator resumed without asking; generation 2 logged {_short(line)}")
+    result.continuity["cx-1"] = str(line.get("recovery") or line.get("reason"))
 
     # eng-2: image pull failure past its grace -> waits -> resume -> reconstructed.
     await w.kubelet.image_pull_failure(eng2)
@@ -111,7 +138,8 @@ async def run_story(w: World, *, check: bool) -> StoryResult:
 
     for seat, kind in (("eng-1", "native"), ("eng-3", "fresh")):
         await w.card(seat, continuity=kind)
-    result.pods = {seat: len(w.kubelet.runs(seat)) for seat in ("eng-1", "eng-2", "eng-3")}
+    await cx.card("cx-1", continuity="native")
+    result.pods = {seat: len(w.kubelet.runs(seat)) for seat in ("eng-1", "eng-2", "eng-3", "cx-1")}
     result.metrics = await w.metrics()
     result.status_table = w.stack.cli("swarm", "demo", "status").stdout
     if check:
@@ -138,10 +166,11 @@ def outcome_count(metrics: dict[str, float], kind: str) -> float:
 
 def verify(r: StoryResult) -> None:
     expect(
-        r.continuity == {"eng-1": "native", "eng-2": "reconstructed", "eng-3": "fresh"},
+        r.continuity == {"eng-1": "native", "cx-1": "native", "eng-2": "reconstructed", "eng-3": "fresh"},
         f"continuity per seat was {r.continuity}",
     )
-    expect(r.pods == {"eng-1": 2, "eng-2": 2, "eng-3": 2}, f"Pods per seat (one replacement each): {r.pods}")
+    want = {"eng-1": 2, "eng-2": 2, "eng-3": 2, "cx-1": 2}
+    expect(r.pods == want, f"Pods per seat (one replacement each): {r.pods}")
     expect(
         r.outputs["card_eng2"] == "Continue from context", f"eng-2's card offered {r.outputs['card_eng2']!r}"
     )

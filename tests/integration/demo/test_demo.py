@@ -32,6 +32,7 @@ def test_demo_story_outcomes_and_nothing_left_running(tmp_path: Path) -> None:
     assert re.search(r"eng-1: operator resumed without asking; .*recovery: native", out)
     assert re.search(r"eng-2: generation 2 logged .*recovery: reconstructed", out)
     assert re.search(r"eng-3: replaced fresh without a choice; .*recovery: fresh", out)
+    assert re.search(r"cx-1: operator resumed without asking; .*recovery: native", out)  # Codex
     assert "error: no recovery decision is pending for this attempt" in out
     status = out.split("== agentihooks swarm demo status", 1)[1]
     rows = {line.split()[0]: line for line in status.splitlines() if line.startswith("eng-")}
@@ -39,9 +40,9 @@ def test_demo_story_outcomes_and_nothing_left_running(tmp_path: Path) -> None:
     for kind in ("native", "reconstructed", "fresh"):
         assert f'agentihooks_restore_outcomes_by_type{{swarm="demo",type="{kind}"}} 1' in out
     assert re.search(r"Ledger page: http://127\.0\.0\.1:\d+/ledger/demo", out)
-    # one worker log per Pod: three seats, two Pods each (the held eng-3 spawn never ran a worker)
+    # one worker log per started Pod: four seats, two Pods each; the held eng-3 spawn never ran a worker
     logs = sorted(p.parent.name for p in (work / "node" / "pods").glob("*/worker.log"))
-    assert len(logs) == 5
+    assert len(logs) == 7
     assert (work / "operator-token").stat().st_mode & 0o077 == 0
     assert processes_using(work) == []
 
