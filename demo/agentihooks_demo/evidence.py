@@ -12,34 +12,29 @@ control API, real worker processes under the simulated kubelet):
 * ``mismatch`` - the attempt reported another conversation after its last
   capture; the replacement refuses ``conversation_mismatch``.
 * ``duplicate`` - waits after an image-pull failure; the same resume request is
-  posted three times (two at once, one after); one replacement, native.
+  posted three times (once, then twice at once); one replacement, native.
 
 Each case records its inputs with their sha256, what was expected and what was
 observed (continuity reported or refusal reason, replacements admitted). The
-record is written by :mod:`agentihooks_demo.record`.
+record is written by :mod:`agentihooks_demo.record`; the cases live in
+:mod:`agentihooks_demo.cases`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, CaseRunner
+from .containers import env_for_workers
 from .harness import fake_harness_bin
-from .kubelet import PodRun, SimulatedKubelet, env_for_workers
+from .kubelet import PodRun, SimulatedKubelet
 from .procs import Processes
 from .record import build_record, write_record
-from .stack import Stack, demo_repository, start_stack
+from .stack import demo_repository, start_stack
 from .world import World
-
-SWARM = "evidence"
-PROJECT = "local:demo-app"
-UNSUPPORTED_CLAUDE = "2.2.0 (Claude Code)"
-OTHER_CONVERSATION = "6f1d2c3b-0000-4000-8000-00000000beef"
 
 
 def evidence_spec() -> dict[str, Any]:
@@ -60,216 +55,6 @@ def evidence_plan(run: PodRun) -> str | dict[str, str]:
     if run.seat == "version" and run.generation == 2:
         return {"FAKE_CLAUDE_VERSION": UNSUPPORTED_CLAUDE}
     return {}
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass
-class Case:
-    id: str
-    title: str
-    expected: dict[str, Any]
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    observed: dict[str, Any] = field(default_factory=dict)
-
-    def add_input(self, name: str, data: bytes, **extra: Any) -> None:
-        self.inputs.append({"name": name, "sha256": sha256_bytes(data), "bytes": len(data), **extra})
-
-    @property
-    def passed(self) -> bool:
-        return all(self.observed.get(k) == v for k, v in self.expected.items())
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "inputs": self.inputs,
-            "expected": self.expected,
-            "observed": self.observed,
-            "result": "pass" if self.passed else "fail",
-        }
-
-
-class CaseRunner:
-    """Runs the five cases on one :class:`World` and fills in what each observed."""
-
-    def __init__(self, w: World, stack: Stack) -> None:
-        self.w = w
-        self.stack = stack
-
-    def scope_dir(self, seat: str) -> Path:
-        return self.stack.checkpoints / "swarms" / SWARM / "tasks" / f"t-{seat}" / "gen-1"
-
-    def manifest(self, seat: str, checkpoint_id: str) -> tuple[bytes, dict[str, Any]]:
-        base = self.scope_dir(seat)
-        pointer = json.loads((base / "checkpoints" / checkpoint_id / "committed.json").read_text())
-        data = (base / pointer["manifest"]).read_bytes()
-        return data, json.loads(data)
-
-    async def outcome(self, seat: str, case: Case) -> None:
-        """The replacement's own report: continuity it logged, or the reason it refused."""
-        second = await self.w.run_of(seat, 2)
-        line = await self.w.worker_event(second, "restore_verified", "restore_refused")
-        if line["event"] == "restore_verified":
-            case.observed["continuity"] = line.get("recovery")
-        else:
-            case.observed["refusal"] = line.get("reason")
-        case.observed["worker_line"] = {
-            k: line.get(k) for k in ("event", "recovery", "reason", "checkpoint_id")
-        }
-        await self.settle()
-        case.observed["replacements_admitted"] = len(self.w.kubelet.runs(seat)) - 1
-
-    async def settle(self, passes: int = 4) -> None:
-        """Let the operator run a few more passes, so a second replacement would have shown up."""
-        await asyncio.sleep(passes * 0.5)
-
-    async def captured(self, seat: str) -> tuple[PodRun, dict[str, Any]]:
-        first = await self.w.run_of(seat, 1)
-        row = await self.w.captured(first, native=True)
-        return first, row
-
-    async def valid(self) -> Case:
-        case = Case(
-            "valid-checkpoint",
-            "A valid native checkpoint",
-            {"continuity": "native", "replacements_admitted": 1},
-        )
-        first, row = await self.captured("valid")
-        data, _ = self.manifest("valid", row["checkpoint_id"])
-        case.add_input("checkpoint record (manifest)", data, checkpoint_id=row["checkpoint_id"])
-        await self.w.kubelet.oom_kill(first)
-        await self.outcome("valid", case)
-        return case
-
-    async def corrupt(self) -> Case:
-        case = Case(
-            "corrupt-object",
-            "A checkpoint object whose bytes changed",
-            {"refusal": "corrupt_object", "replacements_admitted": 1},
-        )
-        first, _ = await self.captured("corrupt")
-        await self.w.kubelet.oom_kill(first, report=False)  # no more captures from here on
-        newest = max(
-            (
-                r
-                for r in await self.w.checkpoints("corrupt")
-                if r["execution_id"] == first.execution_id and r["complete"]
-            ),
-            key=lambda r: r["checkpoint_sequence"],
-        )
-        data, doc = self.manifest("corrupt", newest["checkpoint_id"])
-        digest = doc["artifact_hashes"]["transcript"].split(":", 1)[1]
-        obj = self.scope_dir("corrupt") / "objects" / "sha256" / digest
-        body = bytearray(obj.read_bytes())
-        body[len(body) // 2] ^= 0x01  # same size, one bit different
-        obj.write_bytes(bytes(body))
-        case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
-        case.add_input("transcript object after one bit was flipped", bytes(body), recorded_sha256=digest)
-        await self.w.kubelet.report_exit(first)
-        await self.outcome("corrupt", case)
-        return case
-
-    async def version(self) -> Case:
-        case = Case(
-            "unsupported-harness-version",
-            "The replacement's harness is not qualified for native resume",
-            {"refusal": "unqualified_version", "replacements_admitted": 1},
-        )
-        first, row = await self.captured("version")
-        data, _ = self.manifest("version", row["checkpoint_id"])
-        case.add_input("checkpoint record (manifest)", data, checkpoint_id=row["checkpoint_id"])
-        case.add_input("replacement's `claude --version` output", UNSUPPORTED_CLAUDE.encode())
-        await self.w.kubelet.oom_kill(first)
-        await self.outcome("version", case)
-        return case
-
-    async def mismatch(self) -> Case:
-        case = Case(
-            "conversation-mismatch",
-            "The attempt held another conversation than the checkpoint's",
-            {"refusal": "conversation_mismatch", "replacements_admitted": 1},
-        )
-        first, _ = await self.captured("mismatch")
-        await self.w.kubelet.oom_kill(first, report=False)
-        body = json.dumps({"session_id": OTHER_CONVERSATION}).encode()
-        token = await self.worker_token(first)
-        async with self.stack.api() as api:
-            r = await api.post(
-                f"/v1/executions/{first.execution_id}/session",
-                content=body,
-                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-            )
-        case.observed["session_report_status"] = r.status_code
-        newest = max(
-            (
-                r
-                for r in await self.w.checkpoints("mismatch")
-                if r["execution_id"] == first.execution_id and r["complete"]
-            ),
-            key=lambda r: r["checkpoint_sequence"],
-        )
-        data, _ = self.manifest("mismatch", newest["checkpoint_id"])
-        case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
-        case.add_input("the attempt's last session report (request body)", body)
-        await self.w.kubelet.report_exit(first)
-        await self.outcome("mismatch", case)
-        return case
-
-    async def duplicate(self) -> Case:
-        case = Case(
-            "duplicated-restore-request",
-            "The same resume request posted three times (once, then twice at once)",
-            {"continuity": "native", "replacements_admitted": 1, "distinct_replacements_answered": 1},
-        )
-        first, row = await self.captured("duplicate")
-        data, _ = self.manifest("duplicate", row["checkpoint_id"])
-        case.add_input("checkpoint record (manifest)", data, checkpoint_id=row["checkpoint_id"])
-        await self.w.kubelet.image_pull_failure(first)
-        await self.w.card("duplicate", binding="awaiting decision")
-        body = json.dumps({"choice": "resume", "agent": "operator"}).encode()
-        case.add_input("restore-decision request body (posted 3 times)", body)
-        path = f"/v1/executions/{first.execution_id}/restore-decision"
-        headers = {"Content-Type": "application/json"}
-        async with self.stack.api() as api:
-            # The card can show before the pass has written the decision record; until then a choice is
-            # refused as not pending. Post until the first one is accepted, and count those refusals.
-            early = 0
-            while True:
-                first_answer = await api.post(path, content=body, headers=headers)
-                if first_answer.status_code != 409 or early >= 50:
-                    break
-                early += 1
-                await asyncio.sleep(0.2)
-            more = await asyncio.gather(*(api.post(path, content=body, headers=headers) for _ in range(2)))
-            answers = [first_answer, *more]
-        case.observed["refused_before_decision_was_recorded"] = early
-        replies = [(a.status_code, _json(a)) for a in answers]
-        case.observed["answers"] = [
-            {"status": s, "replacement": b.get("replacement"), "replayed": b.get("replayed")}
-            for s, b in replies
-        ]
-        case.observed["distinct_replacements_answered"] = len(
-            {b.get("replacement") for s, b in replies if s < 300 and b.get("replacement")}
-        )
-        await self.outcome("duplicate", case)
-        return case
-
-    async def worker_token(self, run: PodRun) -> str:
-        r = await self.w.kubelet.http.get(
-            f"/api/v1/namespaces/default/secrets/swarm-{run.execution_id}-credential"
-        )
-        r.raise_for_status()
-        return str(r.json()["stringData"]["token"])
-
-
-def _json(response: Any) -> dict[str, Any]:
-    try:
-        return dict(response.json())
-    except ValueError:
-        return {}
 
 
 async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable[[str], None]) -> int:

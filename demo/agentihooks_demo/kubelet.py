@@ -16,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 import httpx
 
 from . import podstatus
+from .containers import CONTAINER_ENV, kill_container, reap, secret_value
 from .procs import signal_group
 
 DOMAIN = "swarm.agentihooks.io"
@@ -176,7 +175,7 @@ class SimulatedKubelet:
             elif "secretKeyRef" in (item.get("valueFrom") or {}):
                 ref = item["valueFrom"]["secretKeyRef"]
                 secret = await self._read("secrets", ref["name"])
-                env[item["name"]] = _secret_value(secret, ref["key"])
+                env[item["name"]] = secret_value(secret, ref["key"])
         env.update(extra)
         env[CONTAINER_ENV] = run.name  # every process of this "container" carries it (see container_pids)
         log = run.log.open("ab")
@@ -233,7 +232,7 @@ class SimulatedKubelet:
         if sig == signal.SIGKILL:
             kill_container(run.name)  # an OOM kill takes the whole cgroup, harness included
         else:
-            await asyncio.to_thread(_reap, run.name)
+            await asyncio.to_thread(reap, run.name)
 
     # -- injected faults -------------------------------------------------------------------------
     async def oom_kill(self, run: PodRun, *, report: bool = True) -> None:
@@ -264,60 +263,3 @@ class SimulatedKubelet:
 
     def runs(self, seat: str) -> list[PodRun]:
         return sorted((r for r in self.pods.values() if r.seat == seat), key=lambda r: r.generation)
-
-
-CONTAINER_ENV = "AGENTIHOOKS_DEMO_CONTAINER"
-
-
-def container_pids(name: str) -> list[int]:
-    """Processes of one simulated container: they carry its name in their environment (Linux /proc)."""
-    marker = f"{CONTAINER_ENV}={name}".encode()
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                out.append(int(entry.name))
-        except OSError:
-            continue
-    return out
-
-
-def kill_container(name: str) -> None:
-    for pid in container_pids(name):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _reap(name: str, grace: float = 5.0) -> None:
-    """Give what the worker left a moment to exit after its own SIGTERM handling, then SIGKILL it."""
-    deadline = time.monotonic() + grace
-    while container_pids(name) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    kill_container(name)
-
-
-def _secret_value(secret: dict[str, Any], key: str) -> str:
-    import base64
-
-    if key in (secret.get("stringData") or {}):
-        return str(secret["stringData"][key])
-    return base64.b64decode(secret["data"][key]).decode()
-
-
-def env_for_workers(path_prefix: Path, attempts: Path, remotes: dict[str, str]) -> dict[str, str]:
-    """What every simulated container gets: the fake harness first on PATH, attempts under the node dir."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "FAKE_"))}
-    return {
-        **keep,
-        "PATH": f"{path_prefix}{os.pathsep}{os.environ.get('PATH', '')}",
-        "AGENTIHOOKS_ATTEMPTS_DIR": str(attempts),
-        "AGENTIHOOKS_PROJECT_REMOTES": json.dumps(remotes),
-        "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "1",
-        "FAKE_HARNESS_RUN_SECONDS": "forever",
-        "GIT_AUTHOR_NAME": "demo",
-        "GIT_AUTHOR_EMAIL": "demo@localhost",
-        "GIT_COMMITTER_NAME": "demo",
-        "GIT_COMMITTER_EMAIL": "demo@localhost",
-    }

@@ -18,8 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .containers import env_for_workers
 from .harness import fake_harness_bin
-from .kubelet import SimulatedKubelet, env_for_workers
+from .kubelet import SimulatedKubelet
 from .procs import Processes
 from .stack import StackError, demo_repository, preflight, start_stack
 from .story import demo_plan, run_story
