@@ -14,6 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .conftest import REPO, demo_argv, demo_env, processes_using, run_demo
@@ -66,6 +67,19 @@ def test_ctrl_c_with_keep_stops_every_process(tmp_path: Path) -> None:
             time.sleep(0.5)
             text = (tmp_path / "out.txt").read_text()
         assert processes_using(work), "nothing was running while --keep held the demo up"
+        ledger = re.search(r"Ledger page: (http://\S+)", text)
+        assert ledger is not None
+        page = httpx.get(ledger.group(1), timeout=10)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        token = (work / "operator-token").read_text().strip()
+        base = ledger.group(1).rsplit("/ledger/", 1)[0]
+        status = httpx.get(f"{base}/v1/swarms/demo/status", headers={"Authorization": f"Bearer {token}"})
+        assert status.status_code == 200
+        assert {c["seat"]: c["continuity"] for c in status.json()["handoffs"]} == {
+            "eng-1": "native",
+            "eng-2": "reconstructed",
+            "eng-3": "fresh",
+        }
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 130
     finally:
