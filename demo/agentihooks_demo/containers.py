@@ -36,10 +36,17 @@ def container_pids(name: str) -> list[int]:
     return out
 
 
-def kill_container(name: str) -> None:
-    for pid in container_pids(name):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+def kill_container(name: str, wait: float = 5.0) -> None:
+    """SIGKILL every process of the container and wait (briefly) until none is left."""
+    deadline = time.monotonic() + wait
+    while True:
+        pids = container_pids(name)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not pids or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def reap(name: str, grace: float = 5.0) -> None:

@@ -230,7 +230,9 @@ class SimulatedKubelet:
                 signal_group(run.proc.pid, signal.SIGKILL)
                 await run.proc.wait()
         if sig == signal.SIGKILL:
-            kill_container(run.name)  # an OOM kill takes the whole cgroup, harness included
+            await asyncio.to_thread(
+                kill_container, run.name
+            )  # an OOM kill takes the whole cgroup, harness included
         else:
             await asyncio.to_thread(reap, run.name)
 
