@@ -152,3 +152,8 @@ def test_a_command_nothing_runs_is_caught() -> None:
         check(DocCommand("docs/x.md", 1, 'curl -sS -X POST "$CONTROL_URL/v1/executions/e/restore-decisions"'))
     with pytest.raises(AssertionError, match="does not exist"):
         check(DocCommand("docs/x.md", 1, "helm install x charts/no-such-chart"))
+
+
+def test_readme_has_exactly_the_two_set_up_commands() -> None:
+    readme = [c.text for c in COMMANDS if c.doc == "README.md"]
+    assert readme == ["make demo", "make test"]
