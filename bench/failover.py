@@ -1,10 +1,12 @@
 """Benchmark failover: from the status patch that kills a worker Pod to its replacement's create.
 
-The real operator (kopf, in its own thread) runs against kmock's emulated
+The real operator (``agentihooks_operator.main.run`` in its own process, so it
+does not share a CPU with the API server) runs against kmock's emulated
 Kubernetes API over HTTP and a private redis-server. Every failed attempt held
-a native session and has a native checkpoint listed, so recovery goes the
-whole way without a human: fence, releases, retire, decision, launch. The
-clock stops when the replacement Pod's create request reaches the API server.
+a native session (written as its heartbeat would) and has a native checkpoint
+listed, so recovery goes the whole way without a human: fence, releases,
+retire, decision, launch. The clock stops when the replacement Pod's create
+request reaches the API server (noted by the emulator as it arrives).
 
 Scenarios: one failure at a time (repeated ``--rounds`` times on one seat),
 and ``--seats`` (default 100) simultaneous failures in one swarm. Baseline,
@@ -18,7 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,13 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import kmock
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from agentihooks_checkpoint.catalog import CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, emulated_cluster, eventually, running_operator
+from testsupport.kube import Cluster, emulated_cluster, eventually
 from testsupport.kubelet import Kubelet
 from testsupport.redis_server import RedisServer
 
@@ -40,6 +46,7 @@ SESSION = "sess-bench"
 TAG = "2.1.0"
 GEN = "swarm.agentihooks.io/generation"
 SEAT = "swarm.agentihooks.io/seat"
+EXE = "swarm.agentihooks.io/execution-id"
 
 
 class TimedEmulator(kmock.KubernetesEmulator):
@@ -98,6 +105,10 @@ def spec(seats: int) -> dict[str, Any]:
     }
 
 
+def note(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -147,19 +158,23 @@ async def current(cluster: Cluster, swarm: str, seats: int) -> dict[str, dict[st
                 by_seat[seat] = p
         return by_seat if len(by_seat) == seats else None
 
-    return dict(await eventually(newest, timeout=120, what=f"{seats} Pods of {swarm}"))
+    return dict(await eventually(newest, timeout=300, interval=0.5, what=f"{seats} Pods of {swarm}"))
 
 
-async def make_running(
-    cluster: Cluster, kubelet: Kubelet, memo: Any, swarm: str, pods: dict[str, Any]
-) -> None:
-    runner = await eventually(lambda: memo["passes"].get(("default", swarm)), what="swarm pass")
-    await asyncio.gather(
-        *(kubelet.set_status(p["metadata"]["name"], kl.running(), node_name="node-1") for p in pods.values())
-    )
-    for p in pods.values():
-        eid = p["metadata"]["labels"]["swarm.agentihooks.io/execution-id"]
-        await asyncio.to_thread(runner.recovery.report_session, eid, SESSION)
+async def make_running(kubelet: Kubelet, redis_url: str, swarm: str, pods: dict[str, Any]) -> None:
+    """Start every Pod, and record the native session each attempt holds (what its heartbeat says)."""
+    gate = asyncio.Semaphore(8)
+
+    async def start(pod: dict[str, Any]) -> None:
+        async with gate:
+            await kubelet.set_status(pod["metadata"]["name"], kl.running(), node_name="node-1")
+
+    await asyncio.gather(*(start(p) for p in pods.values()))
+    client = redis.Redis.from_url(redis_url)
+    beat = json.dumps({"session_id": SESSION, "at_ms": int(time.time() * 1000)})
+    key = SwarmKeys("agentihooks", swarm).heartbeats
+    client.hset(key, mapping={p["metadata"]["labels"][EXE]: beat for p in pods.values()})
+    client.close()
 
 
 async def fail_all(
@@ -194,23 +209,42 @@ async def run(args: argparse.Namespace) -> None:
     emulator = TimedEmulator()
     try:
         async with emulated_cluster(work, emulator) as cluster:
-            kubelet = Kubelet(cluster.url)
+            kubelet = Kubelet(cluster.url, timeout=120)
             await kubelet.put_node("node-1")
             base = await baseline(cluster, args.samples)
             objects_before = len(list(emulator.objects))
-            async with running_operator(
-                cluster, redis_server.url, catalog=NativeCatalog(), lease_ms=15000
-            ) as memo:
+            note("baseline done; starting the operator process")
+            env = {
+                **os.environ,
+                "KUBECONFIG": str(cluster.kubeconfig),
+                "AGENTIHOOKS_REDIS_URL": redis_server.url,
+                "AGENTIHOOKS_OPERATOR_ID": "op-bench",
+                "AGENTIHOOKS_NAMESPACES": "default",
+                "AGENTIHOOKS_LEASE_MS": "15000",
+            }
+            log = (work / "operator.log").open("wb")
+            proc = subprocess.Popen(  # noqa: ASYNC220 - a long-lived child, not awaited
+                [sys.executable, __file__, "--serve-operator"], env=env, stdout=log, stderr=log
+            )
+            try:
                 await cluster.create_swarm("one", spec(1))
                 single: list[float] = []
                 for _ in range(args.rounds):
                     pods = await current(cluster, "one", 1)
-                    await make_running(cluster, kubelet, memo, "one", pods)
+                    await make_running(kubelet, redis_server.url, "one", pods)
                     single += await fail_all(cluster, emulator, kubelet, "one", pods)
+                note(f"single failures done; launching {args.seats} seats")
                 await cluster.create_swarm("many", spec(args.seats))
                 pods = await current(cluster, "many", args.seats)
-                await make_running(cluster, kubelet, memo, "many", pods)
+                note("seats launched; making them run")
+                await make_running(kubelet, redis_server.url, "many", pods)
+                note(f"failing {args.seats} Pods at once")
                 many = await fail_all(cluster, emulator, kubelet, "many", pods)
+                note("replacements created")
+            finally:
+                proc.terminate()
+                await asyncio.to_thread(proc.wait, 30)
+                log.close()
             objects_after = len(list(emulator.objects))
             loaded = await baseline(cluster, args.samples)
             await kubelet.close()
@@ -236,12 +270,24 @@ async def run(args: argparse.Namespace) -> None:
         )
 
 
+def serve_operator() -> None:
+    """The operator process of the benchmark: the real entry point with the native catalog."""
+    from agentihooks_operator.main import run as run_operator
+
+    run_operator(standalone=True, catalog=NativeCatalog())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seats", type=int, default=100, help="simultaneous failures (default 100)")
-    parser.add_argument("--rounds", type=int, default=20, help="single-failure repetitions (default 20)")
-    parser.add_argument("--samples", type=int, default=200, help="baseline samples (default 200)")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--rounds", type=int, default=10, help="single-failure repetitions (default 10)")
+    parser.add_argument("--samples", type=int, default=100, help="baseline samples (default 100)")
+    parser.add_argument("--serve-operator", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_operator:
+        serve_operator()
+        return
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -163,10 +163,10 @@ def pod(
 class Kubelet:
     """Writes Pod statuses through the API as the kubelet does (``/status`` merge patches)."""
 
-    def __init__(self, server: str, namespace: str = "default") -> None:
+    def __init__(self, server: str, namespace: str = "default", *, timeout: float = 10) -> None:
         self.server = server
         self.namespace = namespace
-        self._http = httpx.AsyncClient(base_url=server, timeout=10)
+        self._http = httpx.AsyncClient(base_url=server, timeout=timeout)
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -44,6 +44,10 @@ async def _delete_node(kubelet: Kubelet, pod: str) -> None:
     await kubelet.delete_node(NODE)
 
 
+async def _node_not_ready(kubelet: Kubelet, pod: str) -> None:
+    await kubelet.put_node(NODE, ready="Unknown", since=kl.long_ago(300))
+
+
 async def _delete_pod(kubelet: Kubelet, pod: str) -> None:
     await kubelet.delete(pod)
 
@@ -55,6 +59,8 @@ SCENARIOS: list[tuple[str, Failure, str]] = [
     ("eviction-api", _status(lambda: kl.disruption("EvictionByEvictionAPI")), "evicted"),
     ("node-lost", _status(kl.node_lost_status), "node_lost"),
     ("node-deleted", _delete_node, "node_lost"),
+    ("node-not-ready", _node_not_ready, "node_lost"),
+    ("taint-manager", _status(lambda: kl.disruption("DeletionByTaintManager")), "node_lost"),
     ("application-exit", _status(lambda: kl.application_exit(70)), "application_exit"),
     ("pod-deleted", _delete_pod, "node_lost"),
 ]
