@@ -183,6 +183,16 @@ def verify(r: StoryResult) -> None:
         and "no recovery decision is pending for this attempt" in r.outputs["conflict"],
         f"the conflicting request answered {r.outputs['conflict']!r}",
     )
+    want_counts = {
+        'agentihooks_fences_total{swarm="demo",reason="oom_killed"}': 1,
+        'agentihooks_fences_total{swarm="demo",reason="image_pull"}': 1,
+        'agentihooks_fences_total{swarm="demo",reason="application_exit"}': 1,
+        'agentihooks_decisions_by_decider_total{swarm="demo",decider="automation"}': 2,
+        'agentihooks_decisions_by_decider_total{swarm="demo",decider="operator"}': 1,
+        'agentihooks_seats_awaiting_decision{swarm="demo"}': 0,
+    }
+    for name, value in want_counts.items():
+        expect(r.metrics.get(name) == value, f"{name} was {r.metrics.get(name)}, expected {value}")
     for kind in ("native", "reconstructed", "fresh"):
         expect(
             outcome_count(r.metrics, kind) == 1, f"restore_outcomes_by_type{{type={kind}}} != 1: {r.metrics}"
