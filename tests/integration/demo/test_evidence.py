@@ -71,3 +71,18 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
     assert len(answers) == 3 and len({a["replacement"] for a in answers}) == 1
     assert [a["replayed"] for a in answers] == [False, True, True]
     assert processes_using(work) == []
+
+
+def test_committed_record_comes_from_a_run_of_this_history() -> None:
+    """The record in the repository was written by ``make evidence`` at a commit of this branch."""
+    record = json.loads((REPO / "evidence" / "SV2-CKP-05" / "result.json").read_text())
+    assert record["mocked"] is False and record["status"] == "passed"
+    assert re.fullmatch(r"[0-9a-f-]{36}", record["run"]["id"])
+    ancestor = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", record["tested_commit"], "HEAD"], cwd=REPO, check=False
+    )
+    assert ancestor.returncode == 0, (
+        f"tested_commit {record['tested_commit']} is not in this branch's history"
+    )
+    assert {c["id"] for c in record["cases"]} == set(CASES)
+    assert all(c["result"] == "pass" for c in record["cases"])
