@@ -135,7 +135,10 @@ async def _report(kube: KubeClient, namespace: str, name: str, status: Any, cond
         ):
             return
     body = {"status": {"conditions": [cond]}}
-    await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+    try:
+        await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+    except ApiError as e:
+        raise kopf.TemporaryError(f"could not report the spec condition: {e}", delay=2) from e
 
 
 @kopf.on.event("pods", labels={SWARM_LABEL: kopf.PRESENT})
@@ -201,6 +204,15 @@ async def recovery_loop(
         held: SwarmPass | None = memo["passes"].get(key)
         if held is not None:
             await asyncio.to_thread(held.close)
+            if stopped:  # shutting down or the Swarm is gone: let another replica take over at once
+                await asyncio.to_thread(_release, held)
+
+
+def _release(held: SwarmPass) -> None:
+    try:
+        held.recovery.release()
+    except (redis.RedisError, RecoveryError) as e:
+        log.warning("could not give up the lease of %s: %s", held.owner.name, e)
 
 
 async def _loop(

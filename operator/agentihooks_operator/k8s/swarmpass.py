@@ -10,6 +10,7 @@ the Swarm's status (handoff cards and the printer-column counts).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,10 @@ from .pods import Owner, label
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
+#: Telemetry entries read per pass to find the ones not yet published as Events.
+TELEMETRY_WINDOW = 1000
+#: How long an Event may wait for a running pass to finish before it is sent anyway.
+EVENT_DEFER_S = 5.0
 
 
 @dataclass
@@ -72,6 +77,8 @@ class SwarmPass:
         self._last_status: dict[str, Any] | None = None
         self._seen_events: set[str] | None = None
         self._poster = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"events-{owner.name}")
+        self._idle = threading.Event()
+        self._idle.set()
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"reads-{owner.name}")
 
     # -- reads ---------------------------------------------------------------------------------
@@ -106,12 +113,19 @@ class SwarmPass:
         self._renewed_at = time.monotonic()
 
     def run(self, spec: SwarmSpec) -> PassResult:
+        self._idle.clear()
+        try:
+            return self._run(spec)
+        finally:
+            self._idle.set()
+
+    def _run(self, spec: SwarmSpec) -> PassResult:
         t0 = time.perf_counter()
         if not self.recovery.acquire():
             return PassResult(leader=False)
         self._renewed_at = time.monotonic()
         if self._seen_events is None:  # entries older than this process were published before
-            self._seen_events = {e.id for e in self.recovery.events(200)}
+            self._seen_events = {e.id for e in self.recovery.events(TELEMETRY_WINDOW)}
         self.recovery.ensure_seats(spec)
         t1 = time.perf_counter()
         nodes = self._reads.submit(self._nodes)
@@ -158,6 +172,8 @@ class SwarmPass:
         self._poster.submit(self._send, notice)
 
     def _send(self, notice: Notice) -> None:
+        # Recovery first: an Event waits (a bounded time) while a pass is creating Pods.
+        self._idle.wait(EVENT_DEFER_S)
         for event in events_for(
             notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
         ):
@@ -168,19 +184,15 @@ class SwarmPass:
 
     def _publish_events(self, report: PassReport) -> None:
         seen = self._seen_events if self._seen_events is not None else set()
-        for entry in self.recovery.events(200):
-            if entry.id in seen:
-                continue
-            seen.add(entry.id)
-            self._post(
-                notice_of_telemetry(entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch)
-            )
+        window = self.recovery.events(TELEMETRY_WINDOW)
+        for entry in window:
+            if entry.id not in seen:
+                self._post(
+                    notice_of_telemetry(entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch)
+                )
+        self._seen_events = {e.id for e in window}
         for execution_id in report.launches:
             self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
-        for execution_id in report.retired:
-            self._post(
-                Notice("Retired", f"fenced attempt {execution_id}: pod deleted", execution_id=execution_id)
-            )
         for refusal in report.refusals:
             msg = f"the recovery request for {refusal.execution_id} was refused: {refusal.reason}"
             self._post(Notice("RequestRefused", msg, execution_id=None, warning=True))

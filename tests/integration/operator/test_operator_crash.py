@@ -62,6 +62,8 @@ async def test_killed_mid_recovery_then_taken_over(
         await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="replacement running")
         launch = await launch_record(cluster, eid(second))
         assert launch.authority.generation == 2
+        owner = json.loads(client.get(keys.control_owner))
+        assert owner["owner"] == "op-b" and owner["epoch"] == 2
 
     record = fence(redis_url, "example", lost)
     assert record is not None and record.reason == "oom_killed"
@@ -72,8 +74,8 @@ async def test_killed_mid_recovery_then_taken_over(
     pods = await cluster.pods("example")
     assert [p["metadata"]["name"] for p in pods] == [second["metadata"]["name"]]
     assert cluster.count("create", "pods", f"swarm-{eid(second)}") == 1
-    owner = json.loads(client.get(keys.control_owner))
-    assert owner["owner"] == "op-b" and owner["epoch"] == 2
+    assert client.get(keys.control_owner) is None, "op-b gave the lease up when it stopped"
+    assert int(client.get(keys.control_epoch)) == 2
     client.close()
 
 
