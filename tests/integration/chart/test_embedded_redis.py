@@ -7,68 +7,24 @@ killed without warning and started again: acknowledged writes survive.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
+from testsupport.chart_redis import ChartRedis, path_with_redis, rendered_command
 from testsupport.helm import Helm, one
-from testsupport.redis_server import free_port, redis_binary
+from testsupport.redis_server import free_port
 
 PASSWORD = "correct horse battery staple"
-
-
-def _command(helm: Helm, values: dict[str, Any], port: int, data: Path) -> list[str]:
-    sts = one(helm.render(values), "StatefulSet")
-    container = sts["spec"]["template"]["spec"]["containers"][0]
-    script = container["args"][0]
-    assert container["command"] == ["sh", "-c"]
-    assert "--port 6379" in script and "--dir /data" in script
-    return [
-        "sh",
-        "-c",
-        script.replace("--port 6379", f"--port {port}").replace("--dir /data", f"--dir {data}"),
-    ]
-
-
-class _Running:
-    def __init__(self, argv: list[str], env: dict[str, str], port: int, password: str | None) -> None:
-        self.argv, self.env, self.port, self.password = argv, env, port, password
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        client = redis.Redis(port=self.port, password=self.password, socket_timeout=2)
-        for _ in range(200):
-            try:
-                client.ping()
-                return
-            except (redis.ConnectionError, redis.TimeoutError):
-                assert self.proc.poll() is None, "redis-server exited at start"
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not answer")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
+_command = rendered_command
+_Running = ChartRedis
 
 
 @pytest.fixture
-def redis_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    # The image runs `redis-server` from PATH; point PATH at the binary this machine has.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "redis-server").symlink_to(redis_binary())
-    yield {"PATH": f"{bindir}:{os.environ.get('PATH', '')}"}
+def redis_env(tmp_path: Path) -> dict[str, str]:
+    return path_with_redis(tmp_path / "bin")
 
 
 def test_aof_survives_a_kill_and_password_is_required(
