@@ -96,6 +96,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.cleanup()
 def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    for held in list((memo.get("passes") or {}).values()):
+        held.close()
+        _release(held)  # a clean stop hands every swarm to another replica at once
     for name in ("kube", "redis"):
         client = memo.get(name)
         if client is not None:
