@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from agentihooks_checkpoint.directive import Continuity
+from agentihooks_checkpoint.directive import Continuity, RestoreOutcome
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from testsupport import kubelet as kl
@@ -61,4 +61,30 @@ async def test_oom_killed_attempt_resumes_natively(
         assert launch.registration is not None and launch.registration.projects == ["local:fixture"]
         await has_events(cluster, "Swarm", "example", {"Fenced", "Decided", "Replaced"})
         await has_events(cluster, "Pod", second["metadata"]["name"], {"Replaced"})
+
+        async def recovering() -> bool:
+            status = (await cluster.swarm("example")).get("status") or {}
+            return status.get("recovering") == 1 and status.get("awaitingDecision") == 0
+
+        await eventually(recovering, what="status counts the seat as recovering until its outcome")
+
+        # The replacement reports what it restored (what the control API does for the worker).
+        outcome = RestoreOutcome(
+            execution_id=eid(second),
+            recovery=Continuity.NATIVE,
+            checkpoint_id="ckpt-7",
+            session_id=built.session_id,
+            watermark=built.watermark,
+        )
+        await asyncio.to_thread(runner.recovery.report_outcome, eid(second), outcome)
+        await has_events(cluster, "Swarm", "example", {"RestoreReported"})
+        await has_events(cluster, "Pod", second["metadata"]["name"], {"RestoreReported"})
+
+        async def card_native() -> bool:
+            cards = ((await cluster.swarm("example")).get("status") or {}).get("handoffs") or []
+            return bool(cards) and cards[0]["continuity"] == "native" and cards[0]["binding"] == "bound"
+
+        await eventually(card_native, what="card shows native continuity")
+        status = (await cluster.swarm("example"))["status"]
+        assert status["recovering"] == 0 and status["awaitingDecision"] == 0
     assert cluster.count("create", "pods") == 2
