@@ -211,7 +211,8 @@ async def running_operator(
     from agentihooks_operator.k8s import handlers  # noqa: F401  (registers the handlers)
     from agentihooks_operator.k8s.config import OperatorConfig
 
-    os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+    previous = os.environ.get("KUBECONFIG")
+    os.environ["KUBECONFIG"] = str(cluster.kubeconfig)  # read once, at the operator's login
     config = OperatorConfig(
         redis_url=redis_url,
         operator_id=operator_id,
@@ -250,6 +251,10 @@ async def running_operator(
     finally:
         stop.set()
         await eventually(lambda: not thread.is_alive(), timeout=30, what="operator stopped")
+        if previous is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = previous
         if errors:
             raise errors[0]
 
