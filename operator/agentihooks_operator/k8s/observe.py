@@ -1,6 +1,6 @@
 """Build the recovery core's observations from Pods, Nodes and what Redis says is current.
 
-The attempts to observe come from Redis (the core's ``executions`` records),
+The attempts to observe come from Redis (``Recovery.current_attempts``),
 not from the Pod list: a Pod deleted before any pass saw it is then still
 observed, as ``gone``, and fenced. The image-pull grace is counted from the
 first pass that saw the attempt waiting on a pull failure; that time lives in
@@ -28,22 +28,6 @@ SUPERSEDED = (label("superseded"), "legacy-specification")
 
 def pull_since_key(keys: SwarmKeys) -> str:
     return f"{keys.prefix}:swarm:{{{keys.swarm}}}:image-pull-since"
-
-
-def current_attempts(client: redis.Redis, keys: SwarmKeys) -> list[AttemptRecord]:
-    """Each seat's current attempt (the core's ``seats`` map), when it is still admitted (not fenced)."""
-    seats: Mapping[Any, Any] = client.hgetall(keys.seats)
-    ids = [v.decode() if isinstance(v, bytes) else str(v) for v in seats.values()]
-    if not ids:
-        return []
-    out: list[AttemptRecord] = []
-    for value in client.hmget(keys.executions, ids):
-        if value is None:
-            continue
-        record = AttemptRecord.model_validate_json(value)
-        if record.state == "admitted":
-            out.append(record)
-    return sorted(out, key=lambda r: r.seat)
 
 
 class PullGrace:

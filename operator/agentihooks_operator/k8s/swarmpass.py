@@ -27,7 +27,7 @@ from .client import KubeClient
 from .crd import API_VERSION, PLURAL
 from .errors import ApiError
 from .events import Notice, events_for, notice_of_telemetry
-from .observe import PullGrace, current_attempts, observe
+from .observe import PullGrace, observe
 from .pods import Owner, label
 
 log = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class SwarmPass:
         self.recovery.ensure_seats(spec)
         t1 = time.perf_counter()
         nodes = self._reads.submit(self._nodes)
-        attempts = current_attempts(self.redis, self.keys)
+        attempts = self.recovery.current_attempts()
         pods = self._pods()
         observations = observe(
             attempts,

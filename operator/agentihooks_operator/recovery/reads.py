@@ -23,6 +23,13 @@ from .records import (
 )
 from .writer import Writer
 
+#: Reads each seat's current attempt record in one round trip (the seats map, then those records).
+CURRENT_ATTEMPTS_LUA = """
+local seats = redis.call('HVALS', KEYS[1])
+if #seats == 0 then return {} end
+return redis.call('HMGET', KEYS[2], unpack(seats))
+"""
+
 
 def _s(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
@@ -118,3 +125,14 @@ def attempts(
 def one(w: Writer, execution_id: str, task_id: str | None = None) -> tuple[Attempt, LedgerRow | None]:
     found, rows = attempts(w, [execution_id], [task_id] if task_id else [])
     return found[execution_id], rows.get(task_id) if task_id else None
+
+
+def current_attempts(w: Writer) -> list[AttemptRecord]:
+    """Each seat's current attempt while it is still admitted (not fenced), by seat; one round trip."""
+    script = w.client.register_script(CURRENT_ATTEMPTS_LUA)
+    try:
+        raw = script(keys=[w.keys.seats, w.keys.executions])
+    finally:
+        w.trip()
+    out = [AttemptRecord.model_validate_json(v) for v in raw or [] if v]
+    return sorted((r for r in out if r.state == "admitted"), key=lambda r: r.seat)

@@ -35,8 +35,8 @@ from .models import (
     RecoveryProgress,
 )
 from .passes import run_pass
-from .reads import one
-from .records import StoredOutcome
+from .reads import current_attempts, one
+from .records import AttemptRecord, StoredOutcome
 from .writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
@@ -169,6 +169,13 @@ class Recovery:
         if att.decision is not None and att.decision.mode == "recovery_pending":
             return eid
         return None
+
+    def current_attempts(self) -> list[AttemptRecord]:
+        """Every seat's current attempt that is still admitted (not fenced), sorted by seat.
+
+        One Redis round trip; no lease needed (it only reads).
+        """
+        return current_attempts(self._w)
 
     def current_execution(self, seat: str) -> str | None:
         """The seat's current attempt (the newest admitted one), if any."""

@@ -59,3 +59,25 @@ def test_each_failed_attempt_costs_at_most_8_round_trips(make, redis_url, checkp
     assert report.launches and report.fenced == [eid]
     # lease + snapshot + detail read are per pass; the rest is this one attempt
     assert trips - 3 <= 8
+
+
+def test_current_attempts_reads_admitted_attempts_in_one_round_trip(make, redis_url) -> None:  # type: ignore[no-untyped-def]
+    client = counted(redis_url)
+    spec = swarm_spec(3, automation=False)
+    r = make(client=client)
+    plans = r.ensure_seats(spec)
+    ids = {p.seat: p.execution_id for p in plans}
+    r.reconcile(
+        spec, observe([(p.execution_id, p.seat, 1) for p in plans], failed={ids["eng-2"]: "oom_killed"})
+    )
+    r.current_attempts()  # warm: the script is loaded
+    before, trips = CountingConnection.sent, r.round_trips
+    current = r.current_attempts()
+    assert CountingConnection.sent - before == 1 and r.round_trips - trips == 1
+    # eng-2's attempt is fenced and waits for a decision: it is no longer current
+    assert [(a.seat, a.execution_id) for a in current] == [("eng-1", ids["eng-1"]), ("eng-3", ids["eng-3"])]
+    assert all(a.state == "admitted" for a in current)
+
+
+def test_current_attempts_of_a_swarm_without_seats_is_empty(make, redis_url) -> None:  # type: ignore[no-untyped-def]
+    assert make(client=counted(redis_url)).current_attempts() == []
