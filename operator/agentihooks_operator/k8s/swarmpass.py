@@ -80,6 +80,8 @@ class SwarmPass:
         self._idle = threading.Event()
         self._idle.set()
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"reads-{owner.name}")
+        #: Wall time of the last pass this replica ran as leader (the API's pass-duration gauge).
+        self.last_pass_seconds: float | None = None
 
     # -- reads ---------------------------------------------------------------------------------
     def _pods(self) -> dict[str, dict[str, Any]]:
@@ -147,6 +149,7 @@ class SwarmPass:
             return PassResult(leader=False, observations=observations, report=report)
         self._publish_events(report)
         status = self._publish_status(spec, observations, report)
+        self.last_pass_seconds = time.perf_counter() - t0
         log.debug(
             "pass of %s: seats %.1f ms, observe %.1f ms, reconcile %.1f ms (%d fenced, %d launched), "
             "publish %.1f ms",

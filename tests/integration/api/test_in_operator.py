@@ -84,5 +84,15 @@ async def test_operator_process_serves_the_api_for_its_swarms(
         assert denied.status_code == 403
         metrics = (await http.get("/metrics")).text
         assert 'agentihooks_lease_held{swarm="example"} 1' in metrics
+
+        async def pass_duration() -> float | None:
+            text = (await http.get("/metrics")).text
+            for line in text.splitlines():
+                if line.startswith('agentihooks_pass_duration_seconds{swarm="example"} '):
+                    return float(line.rsplit(" ", 1)[1])
+            return None
+
+        seconds = await eventually(pass_duration, timeout=30, what="the pass duration gauge")
+        assert seconds > 0
     log = (tmp_path / "op-api.log").read_text()
     assert operator_token not in log and master_token not in log
