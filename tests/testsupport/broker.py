@@ -39,6 +39,8 @@ class Broker:
         self.applied: Counter[str] = Counter()
         self.released: set[str] = set()
         self.requests: list[tuple[str, str]] = []
+        #: Requests refused 401 because their Authorization header was missing or wrong.
+        self.unauthorized = 0
         self.gate: threading.Event | None = None
         self.received = threading.Event()
         self.lock = threading.Lock()
@@ -68,6 +70,8 @@ def _handler(broker: Broker) -> type[BaseHTTPRequestHandler]:
                 return True
             if self.headers.get("Authorization") == f"Bearer {broker.credential}":
                 return True
+            with broker.lock:
+                broker.unauthorized += 1
             self._send(401, {"error": "unauthorized"})
             return False
 

@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -25,7 +27,7 @@ from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
-from ..recovery import LeaseLost, Recovery
+from ..recovery import HttpBrokers, LeaseLost, Recovery
 from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
@@ -151,6 +153,27 @@ def pod_changed(labels: Mapping[str, str], namespace: str | None, memo: Any, **_
         trigger.set()
 
 
+def secret_token(kube: KubeClient, namespace: str) -> Callable[[str], str | None]:
+    """Reads the ``token`` key of a Secret in ``namespace`` (the broker credential); never logged."""
+
+    def read(name: str) -> str | None:
+        try:
+            obj = kube.get("secrets", namespace, name)
+        except ApiError as e:
+            log.warning("the account broker's credential Secret %s cannot be read (%s)", name, e.status)
+            return None
+        data = (obj or {}).get("data") or {}
+        try:
+            token = base64.b64decode(data["token"]).decode("utf-8").strip() if data.get("token") else None
+        except (binascii.Error, UnicodeDecodeError):
+            token = None
+        if not token:
+            log.warning("the account broker's credential Secret %s has no usable token key", name)
+        return token or None
+
+    return read
+
+
 def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, body: Any) -> SwarmPass:
     config: OperatorConfig = memo["config"]
     owner = Owner(name=name, namespace=namespace, uid=uid, controller=config.operator_id)
@@ -169,6 +192,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         lease_ms=config.lease_ms,
         clock=memo["clock"],
         faults=memo.get("faults"),
+        brokers=HttpBrokers(secret_token(memo["kube"], namespace)),
     )
     runner = SwarmPass(
         recovery=recovery,

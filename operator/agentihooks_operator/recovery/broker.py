@@ -140,5 +140,7 @@ class HttpBrokers:
                 if spec.credential_secret and self._read is not None:
                     credential = self._read(spec.credential_secret)
                 found = HttpBroker(spec.url, credential, timeout=spec.timeout_seconds)
-                self._made[spec] = found
+                if credential or not spec.credential_secret:
+                    # A credential that could not be read yet is read again next time, not cached away.
+                    self._made[spec] = found
             return found
