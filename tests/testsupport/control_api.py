@@ -24,7 +24,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, ControlServer, SwarmRegistry, start_control_api
 from agentihooks_operator.api.auth import sha256_hex
-from agentihooks_operator.recovery import LaunchPlan, Recovery
+from agentihooks_operator.recovery import CrashAt, InjectedFault, LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint
@@ -124,6 +124,32 @@ class World:
         )
         assert plan.execution_id in report.fenced
         return plan.execution_id
+
+    def fail_before_decide(self, swarm: str = "swarm-a") -> tuple[Recovery, str]:
+        """Fail eng-1 (paused) with a controller that crashes just before the decide step.
+
+        The fence and its releases are written, the decision record is not. The crashing
+        controller is published to the API in place of the first one and works normally after
+        the crash (a restarted controller); returns it and the fenced execution id.
+        """
+        spec, plan = self.specs[swarm], self.first[swarm]
+        self.recoveries[swarm].pause()
+        crashing = Recovery(
+            self.client,
+            swarm,
+            holder="ctl-a",
+            catalog=self.store,
+            launcher=self.launcher,
+            faults=CrashAt("before:decide"),
+        )
+        self.registry.publish(swarm, crashing, spec, holder="ctl-a")
+        self.recoveries[swarm] = crashing
+        obs = observe([(plan.execution_id, "eng-1", 1)], failed={plan.execution_id: "oom_killed"})
+        try:
+            crashing.reconcile(spec, obs)
+        except InjectedFault:
+            return crashing, plan.execution_id
+        raise AssertionError("the pass did not reach the decide step")
 
     def checkpoint(self, execution_id: str, *, kind: str = "claude", **kw: Any) -> BuiltCheckpoint:
         self.built += 1

@@ -112,6 +112,11 @@ def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, ag
     card = next((h for h in status.get("handoffs", []) if h.get("seat") == seat), None)
     if card is None:
         raise CliError("no recovery decision is pending for this attempt")
+    if card.get("binding") == "recovering":
+        raise CliError(
+            f"seat {seat} is still recovering: its failed attempt is being released and no decision "
+            "can be taken yet; read status again shortly"
+        )
     payload = {"choice": choice, "agent": agent or "operator"}
     a = c.call("POST", f"/v1/executions/{card['execution_id']}/restore-decision", ok=(200, 202), json=payload)
     if a.status == 202:

@@ -65,6 +65,7 @@ def ledger_view(state: ApiState, entry: SwarmEntry, caller: Caller) -> dict[str,
     for card in entry.recovery.cards(entry.spec):
         data = card.model_dump(mode="json")
         data["awaiting_decision"] = card.binding == "awaiting decision"
+        data["recovering"] = card.binding == "recovering"
         cards.append(data)
     return {
         "swarm": entry.name,

@@ -1,4 +1,12 @@
-"""Handoff cards: one per seat whose latest attempt was fenced, for ``status --json`` and the ledger page."""
+"""Handoff cards: one per seat whose latest attempt was fenced, for ``status --json`` and the ledger page.
+
+A card's ``binding`` follows the attempt's decision record, the same record a
+choice is checked against: ``recovering`` while the fence's steps (release,
+then decide) are still running or held and no decision record exists yet (no
+choice is offered: it would be refused as not pending), ``awaiting decision``
+once the record says ``recovery_pending``, ``bound`` once a decision was
+accepted.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,9 @@ from .context import Ctx
 from .models import HandoffCard
 from .policy import card_reason, resume_label
 from .reads import attempts
+
+#: The three values of ``HandoffCard.binding``.
+RECOVERING, AWAITING, BOUND = "recovering", "awaiting decision", "bound"
 
 
 def _s(v: bytes | str) -> str:
@@ -30,6 +41,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
         if fence is None or record is None:
             continue
         bound = decision is not None and decision.mode != "recovery_pending"
+        waiting_for_choice = decision is not None and decision.mode == "recovery_pending"
         row = rows.get(seat.task.id)
         successor = decision.replacement if bound and decision else None
         outcome = after[successor].outcome if successor and successor in after else None
@@ -44,6 +56,8 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
             if d is not None and d.checkpoint_id is not None:
                 label = "Resume native" if d.recovery.value == "native" else "Continue from context"
             available = decision.mode == "resume"
+        elif not waiting_for_choice:  # fence steps still running: nothing to choose yet
+            checkpoint_id, reason, label, available = None, fence.reason, None, False
         else:
             ckpt = ctx.checkpoint(
                 fence.execution_id, record.task_id, record.task_generation, spec.compatibility_key
@@ -59,7 +73,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 at=fence.fenced_at_ms,
                 reason=reason,
                 continuity=outcome.recovery.value if outcome else "pending",
-                binding="bound" if bound else "awaiting decision",
+                binding=BOUND if bound else (AWAITING if waiting_for_choice else RECOVERING),
                 bound_at=decision.decided_at_ms if bound and decision else None,
                 successor=successor,
                 awaiting=row.awaiting if row else None,

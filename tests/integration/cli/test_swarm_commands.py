@@ -130,3 +130,18 @@ def test_errors_are_one_clear_line(world: World, cli) -> None:  # type: ignore[n
         assert expected in line, (args, line)
         for token in world.tokens.values():
             assert token not in r.output
+
+
+def test_restore_decision_now_does_not_post_while_the_card_reads_recovering(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    recovery, _ = world.fail_before_decide()
+    args = ("swarm", "swarm-a", "restore-decision", "eng-1", "fresh", "--now")
+    r = cli(*args, token=world.tokens["operator"])
+    assert r.exit_code == 1
+    assert one_error_line(r.output) == (
+        "error: seat eng-1 is still recovering: its failed attempt is being released and no decision "
+        "can be taken yet; read status again shortly"
+    )
+    recovery.reconcile(world.specs["swarm-a"], [])
+    r = cli(*args, token=world.tokens["operator"])
+    assert r.exit_code == 0, r.output
+    assert "accepted: fresh for seat eng-1 -> replacement exe-" in r.output

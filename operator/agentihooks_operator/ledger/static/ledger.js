@@ -218,11 +218,13 @@
 
   function stateOf(card) {
     if (card.awaiting_decision) return 'awaiting';
+    if (card.recovering) return 'recovering'; // fence steps still running: nothing to choose yet
     return card.continuity === 'pending' ? 'pending' : 'recovered';
   }
 
   const STATE_TEXT = {
     awaiting: 'Awaiting decision',
+    recovering: 'Recovering',
     pending: 'Replacement pending',
     recovered: 'Recovered',
   };
@@ -262,6 +264,8 @@
     item(dl, 'Fenced attempt', eid, 'execution');
     if (state === 'awaiting') {
       item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
+    } else if (state === 'recovering') {
+      item(dl, 'Decision', 'not yet: the failed attempt is still being released', 'decision');
     } else {
       const chosen = card.resume_available ? card.resume_label || 'Resume' : 'Start fresh';
       item(dl, 'Decision', chosen, 'decision');
