@@ -63,9 +63,7 @@ async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable
     stack = await asyncio.to_thread(start_stack, workdir, procs, say)
     repo = demo_repository(workdir / "demo-app")
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {PROJECT: str(repo)})
-    kubelet = SimulatedKubelet(
-        stack.kube_url, workdir / "node", env, plan=evidence_plan, say=say, gate=stack.serves
-    )
+    kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=evidence_plan, say=say)
     await kubelet.start()
     w = World(stack, kubelet, SWARM, say=say)
     try:

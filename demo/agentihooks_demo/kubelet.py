@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import json
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,8 +82,6 @@ class SimulatedKubelet:
     namespace: str = "default"
     plan: Plan = field(default=lambda run: {})
     say: Callable[[str], None] = print
-    #: Awaited with the Pod's swarm before its container starts (see :meth:`Stack.serves`).
-    gate: Callable[[str], Awaitable[None]] | None = None
     pods: dict[str, PodRun] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -151,8 +149,6 @@ class SimulatedKubelet:
             self.say(f"[kubelet] {run.seat} gen {run.generation}: Pod {run.name} stays Pending")
             return
         extra = instruction if isinstance(instruction, dict) else {}
-        if self.gate is not None:
-            await self.gate(labels.get(f"{DOMAIN}/swarm", ""))
         await self._run_worker(run, pod, extra)
 
     async def _read(self, resource: str, name: str) -> dict[str, Any]:

@@ -36,9 +36,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> in
     stack = await asyncio.to_thread(start_stack, workdir, procs, say)
     repo = demo_repository(workdir / "demo-app")
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {"local:demo-app": str(repo)})
-    kubelet = SimulatedKubelet(
-        stack.kube_url, workdir / "node", env, plan=demo_plan, say=say, gate=stack.serves
-    )
+    kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=demo_plan, say=say)
     await kubelet.start()
     world = World(stack, kubelet, "demo", say=say)
     try:

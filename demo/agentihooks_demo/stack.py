@@ -8,7 +8,6 @@ CLI run as a process, and the checkpoint store folder the operator reads.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import shutil
@@ -52,25 +51,6 @@ class Stack:
         if check and done.returncode != 0:
             raise StackError(f"agentihooks {' '.join(args)} failed: {done.stderr.strip()}")
         return done
-
-    async def serves(self, swarm: str, within: float = 30.0) -> None:
-        """Wait until the control API serves ``swarm`` (it publishes the operator's swarms every second).
-
-        The simulated kubelet awaits this before it starts a container: a worker that reached the
-        API before its swarm was published would be refused (a real kubelet's image pull and
-        container start take longer than that).
-        """
-        deadline = time.monotonic() + within
-        async with self.api() as api:
-            while True:
-                try:
-                    if (await api.get(f"/v1/swarms/{swarm}/status")).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise StackError(f"the control API did not serve swarm {swarm} within {within:.0f}s")
-                await asyncio.sleep(0.1)
 
     def api(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(

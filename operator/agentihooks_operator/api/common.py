@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..recovery.models import EXECUTION_RE
 from .auth import Caller, is_operator, master_agent, require_token, sha256_hex
-from .errors import HttpProblem, bad_request, forbidden
+from .errors import HttpProblem, bad_request, forbidden, not_published
 from .registry import SwarmEntry
 from .state import ApiState
 
@@ -89,6 +89,8 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
         raise forbidden()
     found = await blocking(state.find_execution, execution_id)
     if found is None:
+        if await blocking(state.unpublished_worker, execution_id, token):
+            raise not_published()
         raise forbidden()
     entry, record = found
     if not await blocking(entry.recovery.check_worker_credential, execution_id, token):

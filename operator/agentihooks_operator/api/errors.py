@@ -32,6 +32,16 @@ def forbidden() -> HttpProblem:
     return HttpProblem(403, FORBIDDEN_SCOPE, FORBIDDEN_SCOPE)
 
 
+def not_published() -> HttpProblem:
+    """The worker's credential is live but its swarm is not served here yet; the worker retries."""
+    return HttpProblem(
+        503,
+        "swarm_not_published",
+        "this execution's swarm is not served by the control API yet; retry shortly",
+        headers={"Retry-After": "1"},
+    )
+
+
 def bad_request(message: str, code: str = "invalid_request") -> HttpProblem:
     return HttpProblem(400, code, message)
 

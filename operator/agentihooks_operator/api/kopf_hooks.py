@@ -111,6 +111,7 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         object_cap=config.checkpoint_object_cap,
         events_poll_seconds=config.events_poll_seconds,
         kopf_ready=lambda: not memo.get(STOPPING, False),
+        key_prefix=operator.swarm_key_prefix,
     )
     try:
         memo[SERVER] = await start_control_api(state, config.control_host, config.control_port)

@@ -63,6 +63,14 @@ DENIED: dict[int, tuple[str, Body]] = {
 RETRY: dict[int, tuple[str, Body]] = {
     503: ("Redis is unavailable, or this replica does not hold the lease; retry after Retry-After", "json")
 }
+#: A worker's routes also answer 503 while its (live) swarm is not published to the API yet.
+WORKER_RETRY: dict[int, tuple[str, Body]] = {
+    503: (
+        "Redis is unavailable, this replica does not hold the lease, or the worker's swarm is not "
+        "served yet (swarm_not_published); retry after Retry-After",
+        "json",
+    )
+}
 LARGE: dict[int, tuple[str, Body]] = {413: ("the JSON body is larger than 64 KiB", "json")}
 SWARM_READ = {**DENIED, 404: ("unknown swarm or seat", "json"), **RETRY}
 WORKER = {
@@ -70,12 +78,16 @@ WORKER = {
     400: ("invalid body", "json"),
     409: ("refused by the recovery rules", "json"),
     **LARGE,
-    **RETRY,
+    **WORKER_RETRY,
 }
 STORE = {
     **DENIED,
     400: ("invalid key", "json"),
-    503: ("no checkpoint store configured, or Redis is unavailable", "json"),
+    503: (
+        "no checkpoint store configured, Redis is unavailable, or the worker's swarm is not served "
+        "yet (swarm_not_published; retry after Retry-After)",
+        "json",
+    ),
 }
 
 ROUTES: tuple[Route, ...] = (

@@ -6,6 +6,10 @@ models; every write goes through :class:`~..recovery.Recovery`.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +41,12 @@ class ApiState:
     events_poll_seconds: float = 1.0
     #: Whether kopf has started and is not stopping.
     kopf_ready: Callable[[], bool] = _true
+    #: The recovery core's Redis key root (finds workers of swarms not published yet).
+    key_prefix: str = "agentihooks"
+    #: Seconds a scan for swarms' credential hashes is reused (bounds the cost of unknown callers).
+    rescan_seconds: float = 1.0
+    _scan_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _scanned: tuple[float, tuple[bytes, ...]] = field(default=(float("-inf"), ()), init=False, repr=False)
 
     def entry(self, swarm: str) -> SwarmEntry:
         found = self.registry.get(swarm)
@@ -55,6 +65,36 @@ class ApiState:
             if raw:
                 return entry, AttemptRecord.model_validate_json(raw)
         return None
+
+    def _credential_keys(self) -> tuple[bytes, ...]:
+        """Every swarm's ``worker-credentials`` key in Redis (a SCAN, reused for ``rescan_seconds``)."""
+        with self._scan_lock:
+            at, keys = self._scanned
+            if time.monotonic() - at < self.rescan_seconds:
+                return keys
+            pattern = f"{self.key_prefix}:swarm:*:worker-credentials"
+            found = tuple(sorted(self.redis.scan_iter(match=pattern, count=1000, _type="HASH")))
+            self._scanned = (time.monotonic(), found)
+            return found
+
+    def unpublished_worker(self, execution_id: str, token: str) -> bool:
+        """True when ``token`` is the live credential of ``execution_id`` in a swarm the registry has
+        not published yet (blocking): such a worker is told to retry, not refused.
+
+        A caller without that credential gets False whether the execution exists or not, so the
+        answer tells a forged caller nothing.
+        """
+        published = {e.recovery.keys.worker_credentials.encode() for e in self.registry.entries()}
+        offered = hashlib.sha256(token.encode()).hexdigest().encode()
+        for key in self._credential_keys():
+            if key in published:
+                continue
+            stored = self.redis.hget(key, execution_id)
+            if stored is not None:
+                return hmac.compare_digest(
+                    offered, stored if isinstance(stored, bytes) else str(stored).encode()
+                )
+        return False
 
     def fence(self, entry: SwarmEntry, execution_id: str) -> FenceRecord | None:
         raw = self.redis.hget(entry.recovery.keys.attempt_fences, execution_id)

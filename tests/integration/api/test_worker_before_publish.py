@@ -1,0 +1,77 @@
+"""A worker whose swarm the API has not published yet is told to retry (503), never refused (403).
+
+The swarm ``swarm-c`` is admitted in Redis (its worker's credential exists)
+but not in the API's registry, as in the second between the operator's first
+pass and its next publish. Only the execution's own credential gets the 503:
+a forged token or an unknown execution is refused the same way as before.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from agentihooks_checkpoint.stores.remote import ControlReporter
+from agentihooks_operator.recovery import Recovery
+from testsupport.control_api import swarm_with_masters
+
+from .conftest import World
+
+
+def unpublished(world: World) -> tuple[Recovery, str]:
+    spec = swarm_with_masters({})
+    r = Recovery(world.client, "swarm-c", holder="ctl-a", catalog=world.store, launcher=world.launcher)
+    plan = r.ensure_seats(spec)[0]
+    world.specs["swarm-c"] = spec
+    return r, plan.execution_id
+
+
+def session(world: World, eid: str, token: str):  # type: ignore[no-untyped-def]
+    return world.call("POST", f"/v1/executions/{eid}/session", token, json={"session_id": "sess-9"})
+
+
+def test_own_credential_gets_503_with_retry_after_until_the_swarm_is_published(world: World) -> None:
+    r, eid = unpublished(world)
+    token = world.worker_token(eid)
+    early = session(world, eid, token)
+    assert early.status_code == 503, early.text
+    assert early.headers["Retry-After"] == "1"
+    assert early.json()["error"] == "swarm_not_published"
+    world.registry.publish("swarm-c", r, world.specs["swarm-c"], holder="ctl-a")
+    assert session(world, eid, token).status_code == 200
+
+
+def test_forged_token_and_unknown_execution_are_refused_as_before(world: World) -> None:
+    _, eid = unpublished(world)
+    forged = session(world, eid, "forged-" + "x" * 20)
+    assert forged.status_code == 403 and forged.json()["error"] == "forbidden_scope"
+    unknown = session(world, "exe-" + "0" * 32, world.worker_token(eid))
+    assert unknown.status_code == 403 and unknown.json()["error"] == "forbidden_scope"
+    # a published swarm's fenced (revoked) credential is still 403, not 503
+    revoked = world.worker_token(world.first["swarm-a"].execution_id)
+    fenced = world.fail()
+    assert session(world, fenced, revoked).status_code == 403
+
+
+def test_the_worker_reporter_retries_through_the_gap(world: World) -> None:
+    r, eid = unpublished(world)
+    answered = threading.Event()
+    original = world.state.unpublished_worker
+
+    def watched(execution_id: str, token: str) -> bool:
+        result = original(execution_id, token)
+        if result:
+            answered.set()
+        return result
+
+    world.state.unpublished_worker = watched  # type: ignore[method-assign]
+    publisher = threading.Thread(
+        target=lambda: (
+            answered.wait(30) and world.registry.publish("swarm-c", r, world.specs["swarm-c"], holder="ctl-a")
+        )
+    )
+    publisher.start()
+    reporter = ControlReporter(world.url, eid, world.worker_token(eid), retries=5)
+    reporter.report_progress(eid, "sess-9", None)  # raises on a refusal
+    publisher.join(30)
+    assert answered.is_set()
+    assert world.client.hget(r.keys.heartbeats, eid) is not None
