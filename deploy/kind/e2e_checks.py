@@ -33,6 +33,7 @@ EXPECTED_REASON = {
 }
 CONTINUITIES = {"native", "reconstructed", "fresh"}
 AWAITING = "awaiting decision"
+BOUND = "bound"
 # Run with `sh -c DECIDE_SCRIPT SWARM SEAT CHOICE` in an operator Pod: the CLI takes the Pod's token.
 DECIDE_SCRIPT = (
     'AGENTIHOOKS_TOKEN="$AGENTIHOOKS_OPERATOR_TOKEN" exec agentihooks swarm "$0" restore-decision "$1" "$2"'
@@ -87,6 +88,17 @@ def running_replacements(
     """The replacements once every one of them runs, else ``None`` (keep waiting)."""
     found = replacements(pods, swarm, seat, after)
     return found if found and all(is_running(p) for p in found) else None
+
+
+def step_after_fence(card: Mapping[str, Any] | None) -> str | None:
+    """``decide`` when the card awaits a choice, ``replaced`` once it is bound, ``None`` meanwhile."""
+    if card is None:
+        return None
+    if card.get("binding") == AWAITING:
+        return "decide"
+    if card.get("binding") == BOUND or card.get("successor"):
+        return "replaced"
+    return None
 
 
 def reported(card: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -232,12 +244,14 @@ def run(c: Cluster, scenario: str, timeout_s: float) -> dict[str, Any]:
             _evict(c, pod)
         elif scenario == "node-loss":
             stopped_node = _stop_node(c, pod)
-        card = wait_for(
-            f"a {EXPECTED_REASON[scenario]} handoff card for {seat}",
-            lambda: card_for(c.swarm_status(swarm), seat, execution),
+        # The card reads "recovering" until the controller decided; then "awaiting decision" (a choice
+        # is needed) or it is bound to an automatic replacement.
+        next_step = wait_for(
+            f"a {EXPECTED_REASON[scenario]} handoff card for {seat} that is decided or awaits a choice",
+            lambda: step_after_fence(card_for(c.swarm_status(swarm), seat, execution)),
             timeout_s,
         )
-        if card.get("binding") == AWAITING:
+        if next_step == "decide":
             if scenario == "bad-image":  # fix the image first, or the replacement cannot start either
                 c.kubectl(
                     "patch",

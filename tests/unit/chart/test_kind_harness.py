@@ -235,3 +235,13 @@ def test_decision_script_drives_the_real_cli(tmp_path: Path) -> None:
     assert res.returncode not in (0, 2), out
     assert out.strip().startswith("error:") and "Traceback" not in out
     assert "t0ken" not in out
+
+
+def test_step_after_fence_follows_the_card_binding() -> None:
+    from agentihooks_operator.recovery import cards
+
+    assert (checks.AWAITING, checks.BOUND) == (cards.AWAITING, cards.BOUND), "same words as the operator"
+    assert checks.step_after_fence(None) is None
+    assert checks.step_after_fence({"binding": cards.RECOVERING}) is None, "not decided yet: keep waiting"
+    assert checks.step_after_fence({"binding": cards.AWAITING}) == "decide"
+    assert checks.step_after_fence({"binding": cards.BOUND, "successor": "exe-2"}) == "replaced"
