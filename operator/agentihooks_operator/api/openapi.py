@@ -11,15 +11,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..recovery.models import EXECUTION_ID
+from ..swarm import IDENTIFIER, SEAT_NAME
 from .schemas import Problem
 
 VERSION = "0.1.0"
 _PARAM = re.compile(r"{(\w+)}")
+#: A held recovery's call id (``rc-`` and 16 hex digits).
+CALL_ID = r"^rc-[0-9a-f]{16}$"
+#: Path parameters: the shapes the routes can answer with success (anything else is refused), so
+#: every URL the document allows stays far below the server's 8 KiB request-line limit.
 PATH_PARAMS = {
-    "execution": {"type": "string", "maxLength": 64},
-    "swarm": {"type": "string", "maxLength": 128},
-    "seat": {"type": "string", "maxLength": 63},
-    "call": {"type": "string", "maxLength": 64},
+    "execution": {"type": "string", "pattern": EXECUTION_ID, "maxLength": 36},
+    "swarm": {"type": "string", "pattern": IDENTIFIER, "maxLength": 128},
+    "seat": {"type": "string", "pattern": SEAT_NAME, "maxLength": 63},
+    "call": {"type": "string", "pattern": CALL_ID, "maxLength": 19},
 }
 
 

@@ -11,6 +11,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from ..recovery.records import StoredOutcome
+from ..swarm import IDENTIFIER
 from . import routes_decisions, routes_ops, routes_store, routes_swarms, routes_workers
 from .schemas import (
     Accepted,
@@ -52,9 +53,14 @@ class Route:
 
 KEY = Param("key", {"type": "string", "maxLength": 300}, True, "key relative to the worker's scope")
 SCOPE = (
-    Param("swarm", {"type": "string", "maxLength": 128}, True, "the worker's swarm"),
-    Param("task_id", {"type": "string", "maxLength": 128}, True, "the worker's task"),
-    Param("task_generation", {"type": "string", "maxLength": 12}, True, "the worker's task generation"),
+    Param("swarm", {"type": "string", "pattern": IDENTIFIER, "maxLength": 128}, True, "the worker's swarm"),
+    Param("task_id", {"type": "string", "pattern": IDENTIFIER, "maxLength": 128}, True, "the worker's task"),
+    Param(
+        "task_generation",
+        {"type": "string", "pattern": r"^[1-9][0-9]{0,11}$", "maxLength": 12},
+        True,
+        "the worker's task generation",
+    ),
 )
 DENIED: dict[int, tuple[str, Body]] = {
     401: ("no bearer token, or a malformed Authorization header", "json"),
