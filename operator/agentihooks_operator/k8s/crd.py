@@ -39,6 +39,7 @@ STATUS_SCHEMA: dict[str, Any] = {
         "running": {"type": "integer"},
         "recovering": {"type": "integer"},
         "awaitingDecision": {"type": "integer"},
+        "held": {"type": "integer"},
         "paused": {"type": "boolean"},
         "controllerEpoch": {"type": "integer"},
         "observedGeneration": {"type": "integer"},

@@ -68,6 +68,22 @@ def events_for(notice: Notice, *, swarm: str, namespace: str, swarm_uid: str | N
 _TYPES = {"fence": ("Fenced", True), "recovery": ("Decided", False), "outcome": ("RestoreReported", False)}
 
 
+def notice_of_held(
+    execution_id: str, seat: str, step: str, call: str | None, *, resumed: bool, epoch: int
+) -> Notice:
+    """A held step (``RecoveryHeld``, a warning) or its resume (``RecoveryResumed``); names the step only."""
+    of = f"seat {seat} attempt {execution_id}: "
+    via = f" (call {call})" if call else ""
+    if resumed:
+        text = f"{of}held step {step}{via} resumed with the operator's observation"
+        return Notice("RecoveryResumed", text + f" (controller epoch {epoch})", execution_id=execution_id)
+    text = (
+        f"{of}recovery held at step {step}{via}: its outcome is unknown; the operator answers "
+        f"applied or not_applied (controller epoch {epoch})"
+    )
+    return Notice("RecoveryHeld", text, execution_id=execution_id, warning=True)
+
+
 def notice_of_telemetry(event_type: str, execution_id: str, seat: str, detail: str, epoch: int) -> Notice:
     """A Notice from one entry of the recovery core's telemetry stream."""
     reason, warning = _TYPES.get(event_type, (event_type.capitalize(), False))

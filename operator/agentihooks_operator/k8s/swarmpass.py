@@ -26,7 +26,7 @@ from ..swarm import SwarmSpec
 from .client import KubeClient
 from .crd import API_VERSION, PLURAL
 from .errors import ApiError
-from .events import Notice, events_for, notice_of_telemetry
+from .events import Notice, events_for, notice_of_held, notice_of_telemetry
 from .observe import PullGrace, observe
 from .pods import Owner, label
 
@@ -189,10 +189,23 @@ class SwarmPass:
         seen = self._seen_events if self._seen_events is not None else set()
         window = self.recovery.events(TELEMETRY_WINDOW)
         for entry in window:
-            if entry.id not in seen:
-                self._post(
-                    notice_of_telemetry(entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch)
+            if entry.id in seen:
+                continue
+            if entry.type == "held":  # one entry each time a step is held, and when it is resumed
+                step = entry.path or "unknown"
+                notice = notice_of_held(
+                    entry.execution_id,
+                    entry.seat,
+                    step,
+                    entry.parent_call,
+                    resumed=bool(entry.resumed),
+                    epoch=entry.epoch,
                 )
+            else:
+                notice = notice_of_telemetry(
+                    entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch
+                )
+            self._post(notice)
         self._seen_events = {e.id for e in window}
         for execution_id in report.launches:
             self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
@@ -213,6 +226,8 @@ class SwarmPass:
             "running": sum(1 for o in observations if o.state == "running"),
             "recovering": recovering,
             "awaitingDecision": awaiting,
+            # recovery steps waiting for the operator's observation (the pass's report names new ones)
+            "held": max(sum(1 for c in cards if c.get("held")), len(set(report.held))),
             "paused": report.paused,
             "controllerEpoch": report.epoch,
             "handoffs": cards,

@@ -96,3 +96,48 @@ def _account_release(redis_url: str, eid: str) -> str | None:
     finally:
         client.close()
     return FenceRecord.model_validate_json(raw).account_release if raw else None
+
+
+async def test_a_held_step_shows_as_events_and_a_status_count(
+    cluster: Cluster, kubelet: Kubelet, redis_url: str, broker: Broker, credential: str
+) -> None:
+    broker.mode = "refuse_state"  # the release is applied, its answer lost, and the state cannot be read
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "broker-cred", "namespace": "default"},
+        "data": {"token": base64.b64encode(credential.encode()).decode()},
+    }
+    (await cluster.http.post("/api/v1/namespaces/default/secrets", json=secret)).raise_for_status()
+    async with running_operator(cluster, redis_url):
+        await cluster.create_swarm(SWARM, spec(broker.url))
+        pod = await eventually(lambda: _first_pod(cluster), what="generation 1 Pod")
+        eid = pod["metadata"]["labels"]["swarm.agentihooks.io/execution-id"]
+        await kubelet.put_node("kind-worker")
+        await kubelet.set_status(pod["metadata"]["name"], kl.running(), node_name="kind-worker")
+        await kubelet.set_status(pod["metadata"]["name"], kl.oom_killed())
+
+        async def held_events() -> list[dict[str, object]] | None:
+            found = [e for e in await cluster.events() if e.get("reason") == "RecoveryHeld"]
+            return found if len(found) >= 2 else None
+
+        events = await eventually(held_events, timeout=30, what="RecoveryHeld events")
+        status = await eventually(lambda: _held_status(cluster), timeout=30, what="status.held")
+    kinds = {e["involvedObject"]["kind"]: e for e in events}  # type: ignore[index]
+    assert set(kinds) == {"Swarm", "Pod"}
+    assert kinds["Pod"]["involvedObject"]["name"] == pod["metadata"]["name"]  # type: ignore[index]
+    for e in events:
+        assert e["type"] == "Warning"
+        message = str(e["message"])
+        assert "held at step release_account" in message and eid in message
+        assert credential not in message and "token" not in message.lower()
+    assert len(events) == 2  # one hold: one Event on the Swarm, one on the Pod
+    assert status["held"] == 1
+    (card,) = status["handoffs"]
+    assert card["held"]["step"] == "release_account" and card["binding"] == "recovering"
+    assert broker.applied[eid] == 1
+
+
+async def _held_status(cluster: Cluster) -> dict[str, object] | None:
+    status = (await cluster.swarm(SWARM)).get("status") or {}
+    return status if status.get("held") else None
