@@ -218,6 +218,7 @@
 
   function stateOf(card) {
     if (card.awaiting_decision) return 'awaiting';
+    if (card.held) return 'held'; // a release step waits for the operator's observation
     if (card.recovering) return 'recovering'; // fence steps still running: nothing to choose yet
     return card.continuity === 'pending' ? 'pending' : 'recovered';
   }
@@ -225,6 +226,7 @@
   const STATE_TEXT = {
     awaiting: 'Awaiting decision',
     recovering: 'Recovering',
+    held: 'Held: waiting for the operator',
     pending: 'Replacement pending',
     recovered: 'Recovered',
   };
@@ -264,7 +266,7 @@
     item(dl, 'Fenced attempt', eid, 'execution');
     if (state === 'awaiting') {
       item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
-    } else if (state === 'recovering') {
+    } else if (state === 'recovering' || state === 'held') {
       item(dl, 'Decision', 'not yet: the failed attempt is still being released', 'decision');
     } else {
       const chosen = card.resume_available ? card.resume_label || 'Resume' : 'Start fresh';
@@ -289,6 +291,7 @@
         node.append(el('p', 'hint', 'No complete compatible checkpoint: only a fresh start is offered.'));
       }
     }
+    if (card.held) node.append(heldPart(card));
     const refusal = refusals.get(eid);
     if (refusal) {
       const p = el('p', 'refusal', 'Refused: ' + refusal.message);
@@ -297,6 +300,65 @@
       node.append(p);
     }
     return node;
+  }
+
+  const ANSWERS = { applied: 'Applied', not_applied: 'Not applied' };
+
+  function heldPart(card) {
+    const h = card.held;
+    const box = el('div', 'held');
+    const since = new Date(h.since_ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+    box.append(el('p', 'held-step', 'Held at ' + h.step + ' since ' + since));
+    if (caller.kind !== 'operator') {
+      box.append(el('p', 'hint', 'Only the operator can answer a held step (call ' + h.call + ').'));
+      return box;
+    }
+    box.append(
+      el('p', 'hint', 'Was ' + h.step + ' applied? Check the account broker for slot ' + h.execution_id + '.'),
+    );
+    const controls = el('div', 'controls');
+    controls.setAttribute('role', 'group');
+    controls.setAttribute('aria-label', 'Held step of seat ' + card.seat);
+    for (const value of h.accepts || []) {
+      if (!ANSWERS[value]) continue;
+      const button = el('button', 'observe ' + value, ANSWERS[value]);
+      button.type = 'button';
+      button.dataset.action = value;
+      button.setAttribute('aria-label', ANSWERS[value] + ': ' + h.step + ' for seat ' + card.seat);
+      button.disabled = busy.has(card.execution_id);
+      button.addEventListener('click', () => answerHeld(card, value));
+      controls.append(button);
+    }
+    box.append(controls);
+    return box;
+  }
+
+  // A held step's answer: a new resume token first (returned once, kept only in this function), then
+  // the resume with the operator's observation. Earlier tokens of the call stop working.
+  async function answerHeld(card, value) {
+    const eid = card.execution_id;
+    const h = card.held;
+    if (busy.has(eid) || !caller || caller.kind !== 'operator') return;
+    busy.add(eid);
+    renderBusy(eid, true);
+    const base = '/v1/recoveries/' + encodeURIComponent(h.call);
+    let r = await api('POST', base + '/token');
+    if (r.ok) {
+      const observed = {};
+      observed[h.step] = value;
+      r = await api('POST', base + '/resume', { resume_token: r.data.resume_token, observed });
+    }
+    busy.delete(eid);
+    if (r.ok) {
+      refusals.delete(eid);
+      announce('Answered ' + ANSWERS[value] + ' for seat ' + card.seat + ': the recovery carries on');
+    } else {
+      refusals.set(eid, { reason: r.error, message: problemText(r) });
+      announce('Refused for seat ' + card.seat + ': ' + problemText(r));
+    }
+    signatures.delete(eid);
+    renderCards(lastCards);
+    await refresh();
   }
 
   function control(card, choice, label, inFlight) {
@@ -381,7 +443,7 @@
     const node = $('cards').querySelector('article[data-execution="' + CSS.escape(eid) + '"]');
     if (!node) return;
     node.setAttribute('aria-busy', String(on));
-    for (const b of node.querySelectorAll('button.decide')) b.disabled = on;
+    for (const b of node.querySelectorAll('button.decide, button.observe')) b.disabled = on;
   }
 
   // ---- start ------------------------------------------------------------------------------
