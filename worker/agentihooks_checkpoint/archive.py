@@ -59,15 +59,22 @@ def check_members(members: Iterable[tarfile.TarInfo]) -> int:
     files = 0
     seen: set[PurePosixPath] = set()
     for m in members:
-        p = safe_member_name(m.name)
-        if not (m.isreg() or m.isdir()):
-            raise ArchiveRefused("archive holds a link or special file")
-        if m.isreg():
-            if p in seen:
-                raise ArchiveRefused("archive repeats a member")
-            seen.add(p)
+        if _check_member(m, seen) is not None:
             files += 1
     return files
+
+
+def _check_member(m: tarfile.TarInfo, seen: set[PurePosixPath]) -> PurePosixPath | None:
+    """The checked name of a regular file (``None`` for a folder); raise for anything else."""
+    p = safe_member_name(m.name)
+    if not (m.isreg() or m.isdir()):
+        raise ArchiveRefused("archive holds a link or special file")
+    if not m.isreg():
+        return None
+    if p in seen:
+        raise ArchiveRefused("archive repeats a member")
+    seen.add(p)
+    return p
 
 
 def check_stream(fileobj: IO[bytes]) -> int:
@@ -77,6 +84,47 @@ def check_stream(fileobj: IO[bytes]) -> int:
             return check_members(tar)
     except tarfile.TarError as e:
         raise ArchiveRefused("not a readable tar archive") from e
+
+
+def unpack_stream(fileobj: IO[bytes], dest: Path) -> dict[str, Path]:
+    """Check a whole archive from a stream as :func:`check_stream` does, writing its files as they pass.
+
+    Every regular member lands at ``dest/<name>`` (0600; folders 0700; never
+    over an existing file or through a symlink), so a verifier can keep the
+    bytes it hashes without keeping the tar around them. Returns member name →
+    file written. On :class:`ArchiveRefused` some files may already be written
+    under ``dest``: the caller discards ``dest``.
+    """
+    written: dict[str, Path] = {}
+    seen: set[PurePosixPath] = set()
+    try:
+        with tarfile.open(fileobj=fileobj, mode="r|", bufsize=1 << 20) as tar:
+            for m in tar:
+                p = _check_member(m, seen)
+                if p is None:
+                    continue
+                if not p.parts:
+                    raise ArchiveRefused("archive member name escapes its folder")
+                src = tar.extractfile(m)
+                if src is None:
+                    raise ArchiveRefused("archive member has no data")
+                written[str(p)] = _write_new(dest, p, src)
+    except tarfile.TarError as e:
+        raise ArchiveRefused("not a readable tar archive") from e
+    return written
+
+
+def _write_new(dest: Path, rel: PurePosixPath, src: IO[bytes]) -> Path:
+    try:
+        _mkdirs(dest, rel.parts[:-1], 0o700)
+        target = dest.joinpath(*rel.parts)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as e:  # a file where a folder goes, or the reverse
+        raise ArchiveRefused("archive members collide") from e
+    with os.fdopen(fd, "wb") as out:
+        while chunk := src.read(1 << 20):
+            out.write(chunk)
+    return target
 
 
 def extract_archive(

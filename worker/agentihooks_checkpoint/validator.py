@@ -4,7 +4,10 @@ Order of checks: the commit pointer and the manifest's stored hash, the record
 (version, schema), scope and identity, commit state, material, watermark and
 inventory, then every object: streamed once through sha256, size-capped at its
 declared size, archives checked member by member, optionally copied to a stage
-folder as it is hashed. The first failure is the verdict's one reason.
+folder as it is hashed (archives either as the tar itself or, with
+``unpack_archives``, as their member files, so a restore can move them into
+place instead of copying them out of the tar). The first failure is the
+verdict's one reason.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-from .archive import ArchiveRefused, check_stream
+from .archive import ArchiveRefused, check_stream, unpack_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
 from .errors import ObjectMissing, RecordRefused, StoreError
 from .hashing import CHUNK
@@ -74,12 +77,15 @@ class Validator:
         execution_id: str,
         execution_generation: int,
         stage_dir: Path | None = None,
+        unpack_archives: bool = False,
     ) -> Verdict:
         """Verify ``checkpoint_id`` captured by attempt (``execution_id``, ``execution_generation``).
 
         With ``stage_dir`` (created 0700, must be empty), every verified object
         is left there (0600) and ``verdict.staged`` points at the copies; on a
-        refusal nothing is left behind.
+        refusal nothing is left behind. With ``unpack_archives`` an archive
+        role is staged as its regular member files (``StagedArtifact.members``)
+        instead of as the tar.
         """
         try:
             record = self._read_record(store, scope, checkpoint_id)
@@ -93,7 +99,7 @@ class Validator:
             items = check_content(record)
         except RecordRefused as r:
             return Verdict.refused(r.reason)
-        reason, staged = self.verify_objects(store, scope, items, stage_dir)
+        reason, staged = self.verify_objects(store, scope, items, stage_dir, unpack_archives=unpack_archives)
         if reason is not None:
             return Verdict.refused(reason)
         return Verdict(reason=None, record=record, staged=staged)
@@ -133,6 +139,8 @@ class Validator:
         scope: StoreScope,
         items: list[InventoryItem],
         stage_dir: Path | None = None,
+        *,
+        unpack_archives: bool = False,
     ) -> tuple[Reason | None, StagedCheckpoint | None]:
         """Hash every listed object (concurrently when the store allows); first failure wins."""
         if stage_dir is not None:
@@ -143,9 +151,11 @@ class Validator:
         workers = max(1, min(store.max_concurrency, len(items)))
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
-                results = list(pool.map(lambda i: _check_object(store, scope, i, stage_dir), items))
+                results = list(
+                    pool.map(lambda i: _check_object(store, scope, i, stage_dir, unpack_archives), items)
+                )
         else:
-            results = [_check_object(store, scope, i, stage_dir) for i in items]
+            results = [_check_object(store, scope, i, stage_dir, unpack_archives) for i in items]
         for reason, _ in results:
             if reason is not None:
                 if stage_dir is not None:
@@ -158,23 +168,35 @@ class Validator:
 
 
 def _check_object(
-    store: CheckpointStore, scope: StoreScope, item: InventoryItem, stage_dir: Path | None
+    store: CheckpointStore,
+    scope: StoreScope,
+    item: InventoryItem,
+    stage_dir: Path | None,
+    unpack_archives: bool = False,
 ) -> tuple[Reason | None, StagedArtifact | None]:
     limit = None if item.size is None else item.size + 1
     target: Path | None = None
     out: BinaryIO | None = None
     archive_ok = True
+    unpack = unpack_archives and item.role in ARCHIVE_ROLES
+    members: dict[str, Path] | None = None
     try:
         if stage_dir is not None:
             target = stage_dir.joinpath(*item.path.split("/"))
             _mkdirs_in(stage_dir, target.parent)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            out = os.fdopen(fd, "wb", buffering=1 << 20)
+            if unpack:  # the member files are kept, not the tar: a folder named after the object
+                target.mkdir(mode=0o700)
+            else:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                out = os.fdopen(fd, "wb", buffering=1 << 20)
         with store.open_read(scope, object_key(item.digest)) as src:
             reader = _HashingReader(src, out, limit)
             if item.role in ARCHIVE_ROLES:
                 try:
-                    check_stream(reader)  # type: ignore[arg-type]
+                    if unpack and target is not None:
+                        members = unpack_stream(reader, target)  # type: ignore[arg-type]
+                    else:
+                        check_stream(reader)  # type: ignore[arg-type]
                 except ArchiveRefused:
                     archive_ok = False
             reader.drain()
@@ -190,7 +212,9 @@ def _check_object(
         return Reason.CORRUPT_OBJECT, None
     if target is None:
         return None, None
-    return None, StagedArtifact(role=item.role, path=target, size=reader.count, digest=digest)
+    return None, StagedArtifact(
+        role=item.role, path=target, size=reader.count, digest=digest, members=members
+    )
 
 
 def _mkdirs_in(root: Path, folder: Path) -> None:

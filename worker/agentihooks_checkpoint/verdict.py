@@ -23,6 +23,9 @@ class StagedArtifact:
     path: Path = field(repr=False)
     size: int
     digest: str
+    #: Staged unpacked (``Validator.verify(unpack_archives=True)``): member name → its verified
+    #: file, and ``path`` is the folder holding them; ``None`` when ``path`` is the tar itself.
+    members: dict[str, Path] | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_archive(self) -> bool:
@@ -30,8 +33,8 @@ class StagedArtifact:
 
     def extract_to(self, dest: Path) -> list[Path]:
         """Unpack an archive role into ``dest`` (never outside it); returns the files written."""
-        if not self.is_archive:
-            raise ValueError("only archive roles can be extracted")
+        if not self.is_archive or self.members is not None:
+            raise ValueError("only archive roles staged as a tar can be extracted")
         return extract_archive(self.path, dest)
 
 

@@ -4,7 +4,8 @@ Order (each step only runs when the one before it passed):
 
 1. a checkpoint needs a store (``no checkpoint store is configured for this worker``);
 2. ``Validator.verify`` against the fenced attempt's registration, staging the
-   verified bytes in the attempt's ``tmp/``: only those bytes are applied;
+   verified bytes in the attempt's ``tmp/`` (archives as their member files):
+   only those bytes are applied, moved into place rather than copied;
 3. the checkpoint's project must be one of the registration's projects;
 4. native: the record must be native and hold the directive's session; its
    files land in the harness home, then the harness version is checked —
@@ -43,7 +44,7 @@ from .continuation import prompt_delivery, write_continuation
 from .errors import Refused
 from .harness import Harness
 from .metrics import RestoreMetrics
-from .native import restore_native
+from .native import place_native, restore_native
 from .source import apply_source, project_remote, reset_partial
 from .store_select import require_store
 from .versions import check_native_version
@@ -125,6 +126,7 @@ class Restorer:
                 execution_id=source.execution_id,
                 execution_generation=source.execution_generation,
                 stage_dir=stage,
+                unpack_archives=True,
             )
             if verdict.reason is not None:
                 raise refusal(verdict.reason, "the checkpoint did not verify")
@@ -218,7 +220,10 @@ class Restorer:
         if record.harness is not None and record.harness != harness.name:
             raise refusal(Reason.CONVERSATION_MISMATCH, "the checkpoint's session belongs to another harness")
         try:
-            restore_native(archive.path, harness, layout.harness_home, layout.worktree)
+            if archive.members is not None:  # staged unpacked: its verified files move into place
+                place_native(archive.members, harness, layout.harness_home, layout.worktree)
+            else:
+                restore_native(archive.path, harness, layout.harness_home, layout.worktree)
         except ArchiveRefused as e:
             raise refusal(Reason.CONVERSATION_MISMATCH, "the native archive holds no usable session") from e
         assert directive.session_id is not None

@@ -24,7 +24,7 @@ from agentihooks_checkpoint.reasons import SOURCE_PREFIX
 from agentihooks_checkpoint.verdict import StagedCheckpoint
 
 from .errors import Refused
-from .native import extract_files
+from .native import extract_files, place_files
 
 RESTORE_REF = "refs/agentihooks/restore"
 
@@ -94,6 +94,32 @@ def reset_partial(worktree: Path) -> None:
     _git(worktree, "clean", "-fdq", what="cleaning the interrupted restore failed")
 
 
+def _take_bundle(worktree: Path, bundle: Path, branch: str, head: str, *, cloned: bool) -> None:
+    """Bring the bundle's commits in and check its branch tip is ``head``.
+
+    A repository just cloned from the bundle already holds them (as the
+    remote-tracking branch): the bundle is not read a second time. Otherwise
+    one fetch brings them in; only when it fails is the bundle verified, to
+    say whether it does not apply at all or the fetch itself failed.
+    """
+    if cloned:
+        ref = f"refs/remotes/origin/{branch}"
+    else:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        cmd = ["git", "-C", str(worktree), "fetch", "-q", str(bundle), f"+refs/heads/{branch}:{RESTORE_REF}"]
+        if subprocess.run(cmd, capture_output=True, env=env, check=False).returncode != 0:
+            _git(worktree, "bundle", "verify", "-q", str(bundle), what="the git bundle does not apply")
+            raise SourceRefused("fetching the committed work from the bundle failed")
+        ref = RESTORE_REF
+    tip = _git(
+        worktree, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", what="the bundle has no branch tip"
+    )
+    if tip != head:
+        raise SourceRefused("the bundle's branch tip is not the checkpoint's head commit")
+    if not cloned:
+        _git(worktree, "update-ref", "-d", RESTORE_REF, what="cleaning up the restore ref failed")
+
+
 def apply_source(
     record: CheckpointRecord,
     staged: StagedCheckpoint,
@@ -122,19 +148,8 @@ def apply_source(
     if not _has_commit(worktree, base):
         raise SourceRefused("the base commit is not in the worktree's repository")
     if bundle is not None:
-        _git(worktree, "bundle", "verify", "-q", str(bundle.path), what="the git bundle does not apply")
-        _git(
-            worktree,
-            "fetch",
-            "-q",
-            str(bundle.path),
-            f"+refs/heads/{branch}:{RESTORE_REF}",
-            what="fetching the committed work from the bundle failed",
-        )
-        if _git(worktree, "rev-parse", RESTORE_REF, what="the bundle has no branch tip") != head:
-            raise SourceRefused("the bundle's branch tip is not the checkpoint's head commit")
-        _git(worktree, "update-ref", "-d", RESTORE_REF, what="cleaning up the restore ref failed")
-    if not _has_commit(worktree, head):
+        _take_bundle(worktree, bundle.path, branch, head, cloned=origin == str(bundle.path))
+    elif not _has_commit(worktree, head):
         raise SourceRefused("the head commit is not in the worktree's repository")
     _git(worktree, "checkout", "-q", "-B", branch, head, what="checking out the captured branch failed")
     if _git(worktree, "rev-parse", "HEAD", what="reading HEAD failed") != head:
@@ -152,6 +167,9 @@ def apply_source(
     untracked = staged.get(Role.UNTRACKED.value)
     if untracked is not None:
         try:
-            extract_files(untracked.path, worktree)
+            if untracked.members is not None:
+                place_files(untracked.members, worktree)
+            else:
+                extract_files(untracked.path, worktree)
         except (ArchiveRefused, tarfile.TarError, OSError) as e:
             raise SourceRefused("the untracked files could not be written") from e
