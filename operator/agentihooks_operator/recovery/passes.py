@@ -3,25 +3,39 @@
 Reads are batched: one pipeline for the swarm's small hashes (seats, open
 work, pause switch, recorded requests) and one for the records of the attempts
 that need work. A healthy pass therefore costs a constant number of round
-trips whatever the swarm's size; each failed attempt then costs a handful of
-scripts (fence, two releases, decision, launch confirmation).
+trips whatever the swarm's size.
+
+Failed attempts are handled in two phases. First every newly failed attempt
+is fenced, one Redis script each, in order: nothing of a failure waits behind
+another failure's Kubernetes calls. Then each attempt's remaining steps
+(releases, retire, decision, launch: sequential and journaled per attempt)
+run on a bounded pool (:mod:`.fanout`), so the Kubernetes calls of different
+attempts overlap. Each attempt reports into its own :class:`PassReport`; they
+are merged in the pass's order so the report reads the same however the
+threads interleaved.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..swarm import SwarmSpec
 from . import choices
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost
-from .fencing import Failure, recover
+from .fanout import Fanout
+from .fencing import Failure, fence_step, recover
 from .launching import launch_step
 from .models import AttemptObservation, PassReport
-from .reads import attempts, snapshot
+from .reads import Attempt, Snapshot, attempts, snapshot
+from .records import LedgerRow
 
 log = logging.getLogger("agentihooks.recovery")
+
+#: The report lists an attempt's steps append to (merged back in the pass's order).
+_LISTS = ("fenced", "decisions", "launches", "retired", "refusals", "skipped_stale", "held")
 
 
 def run_pass(
@@ -41,19 +55,81 @@ def run_pass(
     task_of = {s.name: s.task.id for s in spec.seats}
     tasks = [task_of[f.seat] for f in failures.values() if f.seat in task_of]
     found, rows = attempts(ctx.w, ids, tasks)
+    fan = Fanout(ctx)
+    parts = {eid: PassReport() for eid in ids}
+    # Phase 1, Redis only: fence every new failure before any Kubernetes call of this pass.
     for eid in ids:
-        att = found[eid]
+        failure, att = failures.get(eid), found[eid]
+        if failure is None or att.fence is not None or snap.work.get(eid) == "launch":
+            continue
+        try:
+            fence = fence_step(fan.ctx, att, failure, parts[eid])
+        except (InjectedFault, LeaseLost):
+            _merge(report, parts, ids)
+            raise
+        except Exception:
+            log.exception("recovery of swarm %s: fencing %s failed; retried next pass", ctx.swarm, eid)
+            fence = None
+        if fence is None:
+            del found[eid]
+        else:
+            found[eid] = dataclasses.replace(att, fence=fence)
+    # Phase 2: each attempt's remaining steps; different attempts overlap.
+    work: list[Callable[[], None]] = []
+    for eid in ids:
+        if eid in found:
+            row_of = rows.get(task_of.get(_seat(found[eid], failures.get(eid)), ""))
+            work.append(
+                _steps(
+                    fan.ctx,
+                    spec=spec,
+                    att=found[eid],
+                    failure=failures.get(eid),
+                    snap=snap,
+                    row=row_of,
+                    part=parts[eid],
+                )
+            )
+    try:
+        fan.run(work)
+    finally:
+        _merge(report, parts, ids)
+    choices.apply_requests(ctx, spec, snap, report)
+
+
+def _seat(att: Attempt, failure: Failure | None) -> str:
+    return failure.seat if failure else (att.record.seat if att.record else "")
+
+
+def _steps(
+    ctx: Ctx,
+    *,
+    spec: SwarmSpec,
+    att: Attempt,
+    failure: Failure | None,
+    snap: Snapshot,
+    row: LedgerRow | None,
+    part: PassReport,
+) -> Callable[[], None]:
+    """The remaining steps of one attempt, as a task for the pool."""
+    eid = att.execution_id
+
+    def run() -> None:
         try:
             if snap.work.get(eid) == "launch":
                 if att.record is not None and launch_step(ctx, att.record, None) is not None:
-                    report.launches.append(eid)
-                continue
-            failure = failures.get(eid)
-            seat = failure.seat if failure else (att.record.seat if att.record else "")
-            row = rows.get(task_of.get(seat, ""))
-            recover(ctx, spec, att, failure, paused=snap.paused, row=row, report=report)
+                    part.launches.append(eid)
+                return
+            recover(ctx, spec, att, failure, paused=snap.paused, row=row, report=part)
         except (InjectedFault, LeaseLost):
             raise
         except Exception:
             log.exception("recovery of swarm %s: step of %s failed; retried next pass", ctx.swarm, eid)
-    choices.apply_requests(ctx, spec, snap, report)
+
+    return run
+
+
+def _merge(report: PassReport, parts: dict[str, PassReport], ids: list[str]) -> None:
+    for eid in ids:
+        for name in _LISTS:
+            getattr(report, name).extend(getattr(parts[eid], name))
