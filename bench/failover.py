@@ -16,6 +16,12 @@ on the same emulator immediately before that scenario (same object count); the
 baseline on the fresh emulator is printed too, for context. Figures are
 p50/p99, printed as ratios to the baseline's p50/p99. Not a test: it asserts
 nothing. ``--profile`` writes the operator's per-pass timings to its log.
+
+The emulator serves one request at a time, so it cannot show overlapping
+Kubernetes calls paying off. ``--core-latency-ms N`` instead runs the recovery
+core alone (real Redis, ``Recovery.reconcile``) with an in-memory launcher
+whose every call takes N ms, as against an API server that serves requests in
+parallel, and prints ``--seats`` failures as a ratio to one failure.
 """
 
 from __future__ import annotations
@@ -322,16 +328,86 @@ def serve_operator() -> None:
     run_operator(standalone=True, catalog=NativeCatalog())
 
 
+class SlowLauncher:
+    """The in-memory launcher, every call taking ``delay`` seconds (an API server that serves in parallel)."""
+
+    def __init__(self, delay: float) -> None:
+        from testsupport.recovery import MemoryLauncher
+
+        self.inner, self.delay = MemoryLauncher(), delay
+
+    def launch(self, plan: Any) -> Any:
+        time.sleep(self.delay)
+        return self.inner.launch(plan)
+
+    def exists(self, execution_id: str) -> bool:
+        time.sleep(self.delay)
+        return self.inner.exists(execution_id)
+
+    def retire(self, execution_id: str) -> None:
+        time.sleep(self.delay)
+        self.inner.retire(execution_id)
+
+
+def core(args: argparse.Namespace) -> None:
+    """The recovery core alone: ``Recovery.reconcile`` of 1 and of ``--seats`` failures, real Redis."""
+    from agentihooks_operator.recovery import Recovery
+    from testsupport.recovery import observe, swarm_spec
+
+    work = Path(tempfile.mkdtemp(prefix="bench-core-"))
+    server = RedisServer(work / "redis")
+    server.start()
+    took: dict[int, float] = {}
+    try:
+        client = redis.Redis.from_url(server.url)
+        for n in (1, args.seats):
+            spec = swarm_spec(n, tag=TAG)
+            r = Recovery(
+                client,
+                f"core-{n}",
+                holder="bench",
+                catalog=NativeCatalog(),
+                launcher=SlowLauncher(args.core_latency_ms / 1000),
+            )
+            plans = r.ensure_seats(spec)
+            for plan in plans:
+                r.report_session(plan.execution_id, SESSION)
+            failed = {p.execution_id: "oom_killed" for p in plans}
+            obs = observe([(p.execution_id, p.seat, 1) for p in plans], failed=failed)
+            t0 = time.perf_counter()
+            report = r.reconcile(spec, obs)
+            took[n] = time.perf_counter() - t0
+            if len(report.launches) != n:
+                raise SystemExit(f"the core launched {len(report.launches)} of {n} replacements")
+        client.close()
+    finally:
+        server.stop()
+    print(
+        f"recovery core, every launcher call {args.core_latency_ms:.0f} ms: "
+        f"1 failure {took[1] * 1e3:.0f} ms; "
+        f"{args.seats} failures {took[args.seats] * 1e3:.0f} ms = {took[args.seats] / took[1]:.1f}x one"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seats", type=int, default=100, help="simultaneous failures (default 100)")
     parser.add_argument("--rounds", type=int, default=10, help="single-failure repetitions (default 10)")
     parser.add_argument("--samples", type=int, default=100, help="baseline samples (default 100)")
     parser.add_argument("--profile", action="store_true", help="per-pass timings in the operator log")
+    parser.add_argument(
+        "--core-latency-ms",
+        type=float,
+        default=None,
+        help="instead: the recovery core alone with a launcher whose calls take this long",
+    )
     parser.add_argument("--serve-operator", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_operator:
         serve_operator()
+        return
+    if args.core_latency_ms is not None:
+        core(args)
         return
     asyncio.run(run(args))
 
