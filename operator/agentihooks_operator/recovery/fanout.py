@@ -34,6 +34,8 @@ class Fanout:
         self._stopped: BaseException | None = None
         self._lock = threading.Lock()
         self.ctx = dataclasses.replace(ctx, faults=self._point)
+        # One lock table for the pass and the API threads, even when the original prunes it.
+        self.ctx.lock_for = ctx.lock_for  # type: ignore[method-assign]
 
     def _point(self, point: str) -> None:
         if self._stopped is not None:

@@ -67,3 +67,13 @@ def test_crash_in_a_concurrent_pass_then_a_fresh_controller_finishes(  # type: i
     fresh.reconcile(spec, obs)
     fresh.reconcile(spec, obs)
     assert_each_once(fresh, client, launcher, plans)
+
+
+def test_the_pool_shares_the_attempt_locks_of_the_api_threads(make) -> None:  # type: ignore[no-untyped-def]
+    from agentihooks_operator.recovery.fanout import Fanout
+
+    ctx = make()._ctx
+    fan = Fanout(ctx)
+    assert fan.ctx.lock_for("exe-1") is ctx.lock_for("exe-1")
+    ctx._locks = {}  # the original prunes its table: the pool follows it
+    assert fan.ctx.lock_for("exe-2") is ctx.lock_for("exe-2")
