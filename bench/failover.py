@@ -31,6 +31,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -382,6 +383,7 @@ def core(args: argparse.Namespace) -> None:
         client.close()
     finally:
         server.stop()
+        shutil.rmtree(work, ignore_errors=True)
     print(
         f"recovery core, every launcher call {args.core_latency_ms:.0f} ms: "
         f"1 failure {took[1] * 1e3:.0f} ms; "
