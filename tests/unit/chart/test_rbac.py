@@ -120,3 +120,13 @@ def test_comparison_reports_missing_and_extra() -> None:
         _compare(wanted - {("", "pods", "create")}, wanted)
     with pytest.raises(AssertionError, match=r"extra \[\('', 'nodes', 'get'\)\]"):
         _compare(wanted | {("", "nodes", "get")}, wanted)
+
+
+def test_secrets_are_never_listed_or_watched(helm: Helm) -> None:
+    """The operator reads Secrets it is told the name of; it never needs to enumerate them."""
+    for values in ("default", "cluster-wide"):
+        docs = helm.render(value_sets()[values]) if values != "default" else helm.render()
+        for kind in ("Role", "ClusterRole"):
+            for role in by_kind(docs, kind):
+                verbs = {v for g, r, v in granted(role["rules"]) if r == "secrets"}
+                assert not verbs & {"list", "watch"}, f"{kind} grants {verbs} on secrets"
