@@ -272,6 +272,7 @@ async def operator_process(
     kill_at: str | None = None,
     kill_at_nth: int = 1,
     lease_ms: int = 2000,
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[Any]:
     """The operator in its own process (``python operator_process.py``); stopped with SIGTERM at exit."""
     import os
@@ -289,6 +290,7 @@ async def operator_process(
         "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
         "KILL_AT": kill_at or "",
         "KILL_AT_NTH": str(kill_at_nth),
+        **(extra_env or {}),
     }
     log = (logdir / f"{operator_id}.log").open("ab")
     proc = subprocess.Popen([sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log)

@@ -36,6 +36,7 @@ from .config import OperatorConfig
 from .crd import GROUP, PLURAL, VERSION
 from .errors import ApiError, InvalidSwarm
 from .launcher import KubernetesLauncher
+from .leftovers import RedisLeftovers
 from .pods import DOMAIN, Owner
 from .swarmpass import SWARMS, SwarmPass
 
@@ -181,7 +182,15 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
     def current_spec() -> SwarmSpec:
         return parse_spec(body.get("spec"))
 
-    launcher = KubernetesLauncher(memo["kube"], owner, current_spec, control_url=config.control_url)
+    keys = SwarmKeys(config.swarm_key_prefix, name)
+    launcher = KubernetesLauncher(
+        memo["kube"],
+        owner,
+        current_spec,
+        control_url=config.control_url,
+        leftovers=RedisLeftovers(memo["redis"], keys),
+        faults=memo.get("faults"),
+    )
     recovery = Recovery(
         memo["redis"],
         name,
@@ -197,13 +206,14 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
     runner = SwarmPass(
         recovery=recovery,
         redis_client=memo["redis"],
-        keys=SwarmKeys(config.swarm_key_prefix, name),
+        keys=keys,
         kube=memo["kube"],
         owner=owner,
         clock=memo["clock"],
         node_lost_after_s=config.node_lost_after_seconds,
         closing=launcher.close,
         lease_ms=config.lease_ms,
+        cleanup=launcher.clean_leftovers,
     )
     launcher.guard = runner.keepalive
     return runner

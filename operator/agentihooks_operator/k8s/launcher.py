@@ -6,8 +6,10 @@ Every create is idempotent by name: the execution id is fixed in Redis before
 Pod so a Pod never starts without its launch record; a Secret left by a
 launch that crashed before its Pod is updated to the plan's credential (the
 core mints a new one when it resumes such a launch). ``retire`` deletes the
-fenced attempt's Pod and its credential Secret and launch ConfigMap; an
-absent object is already retired.
+fenced attempt's Pod only, after noting the attempt in the swarm's leftovers
+ledger; ``clean_leftovers`` (run by the pass after its launches) deletes the
+noted attempts' credential Secret and launch ConfigMap. An absent object is
+already retired.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
 from .client import KubeClient
 from .errors import ApiError
+from .leftovers import Leftovers, MemoryLeftovers
 from .pods import (
     Execution,
     Owner,
@@ -71,12 +74,16 @@ class KubernetesLauncher:
         *,
         control_url: str | None = None,
         on_launch: Callable[[LaunchPlan, str], None] | None = None,
+        leftovers: Leftovers | None = None,
+        faults: Callable[[str], None] | None = None,
     ) -> None:
         self.kube = kube
         self.owner = owner
         self._spec = spec
         self.control_url = control_url
         self._on_launch = on_launch
+        self.leftovers: Leftovers = leftovers if leftovers is not None else MemoryLeftovers()
+        self._faults = faults
         #: Called before every call the recovery core makes (the pass renews its lease there).
         self.guard: Callable[[], None] = lambda: None
         self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
@@ -129,12 +136,36 @@ class KubernetesLauncher:
         return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
 
     def retire(self, execution_id: str) -> None:
+        """Delete the fenced attempt's Pod; its Secret and ConfigMap wait for :meth:`clean_leftovers`."""
         self.guard()
+        self.leftovers.note(execution_id)  # noted first: a crash after the Pod delete leaves a to-do
+        self.kube.delete("pods", self.owner.namespace, pod_name(execution_id))
+
+    def clean_leftovers(self) -> list[str]:
+        """Delete the Secret and ConfigMap of every noted attempt; the ids whose objects are gone.
+
+        An attempt stays noted when a delete fails, so a later pass tries again.
+        """
+        pending = self.leftovers.pending()
+        if not pending:
+            return []
+        if self._faults is not None:
+            self._faults("before:clean_leftovers")
+        futures = [(eid, self._pool.submit(self._delete_leftovers, eid)) for eid in pending]
+        cleaned: list[str] = []
+        for eid, future in futures:
+            try:
+                future.result()
+            except ApiError as e:
+                log.warning(
+                    "leftovers of attempt %s not deleted yet (%s); a later pass retries", eid, e.status
+                )
+                continue
+            cleaned.append(eid)
+        self.leftovers.done(cleaned)
+        return cleaned
+
+    def _delete_leftovers(self, execution_id: str) -> None:
         ns = self.owner.namespace
-        done = [
-            self._pool.submit(self.kube.delete, "secrets", ns, credential_secret_name(execution_id)),
-            self._pool.submit(self.kube.delete, "configmaps", ns, launch_configmap_name(execution_id)),
-        ]
-        self.kube.delete("pods", ns, pod_name(execution_id))
-        for future in done:
-            future.result()
+        self.kube.delete("secrets", ns, credential_secret_name(execution_id))
+        self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))

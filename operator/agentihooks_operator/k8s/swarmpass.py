@@ -4,7 +4,13 @@ Order: take or renew the lease (a non-holder stops here and writes nothing),
 launch generation 1 for new seats, list the swarm's Pods and the Nodes,
 classify every current attempt, hand the observations to
 ``Recovery.reconcile``, then publish what happened as Kubernetes Events and as
-the Swarm's status (handoff cards and the printer-column counts).
+the Swarm's status (handoff cards and the printer-column counts), and last
+delete what retired attempts left (``cleanup``: their Secret and ConfigMap,
+kept off the path from a failure to its replacement's launch).
+
+Events are posted by one background thread that holds back while a pass runs
+(checked before every post, so at most one post already in flight overlaps a
+new pass) and flushes its queue in order once the pass is over.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
 #: Telemetry entries read per pass to find the ones not yet published as Events.
 TELEMETRY_WINDOW = 1000
-#: How long an Event may wait for a running pass to finish before it is sent anyway.
-EVENT_DEFER_S = 5.0
+#: How long an Event may wait for a running pass to finish before it is sent anyway (a liveness
+#: guard against a stuck pass; a pass normally ends long before).
+EVENT_DEFER_S = 30.0
 
 
 @dataclass
@@ -61,8 +68,10 @@ class SwarmPass:
         node_lost_after_s: float = 40.0,
         closing: Callable[[], None] | None = None,
         lease_ms: int = 15000,
+        cleanup: Callable[[], object] | None = None,
     ) -> None:
         self._closing = closing
+        self._cleanup = cleanup
         self._renew_after_s = lease_ms / 3000
         self._renewed_at = 0.0
         self.recovery = recovery
@@ -149,6 +158,8 @@ class SwarmPass:
             return PassResult(leader=False, observations=observations, report=report)
         self._publish_events(report)
         status = self._publish_status(spec, observations, report)
+        if self._cleanup is not None:  # after the launches: off the failover's critical path
+            self._cleanup()
         self.last_pass_seconds = time.perf_counter() - t0
         log.debug(
             "pass of %s: seats %.1f ms, observe %.1f ms, reconcile %.1f ms (%d fenced, %d launched), "
@@ -175,11 +186,11 @@ class SwarmPass:
         self._poster.submit(self._send, notice)
 
     def _send(self, notice: Notice) -> None:
-        # Recovery first: an Event waits (a bounded time) while a pass is creating Pods.
-        self._idle.wait(EVENT_DEFER_S)
         for event in events_for(
             notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
         ):
+            # Recovery first: each post waits (a bounded time) while a pass runs, then goes in order.
+            self._idle.wait(EVENT_DEFER_S)
             try:
                 self.kube.create("events", self.owner.namespace, event)
             except ApiError as e:  # an Event is a courtesy; the records in Redis are the truth

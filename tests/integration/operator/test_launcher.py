@@ -1,14 +1,18 @@
-"""The Kubernetes launcher against the emulated API: idempotent creates, credential refresh, retire."""
+"""The Kubernetes launcher against the emulated API: idempotent creates, credential refresh, retire and
+the deferred cleanup of a retired attempt's Secret and ConfigMap."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 
+import redis
 from agentihooks_operator.k8s.client import KubeClient
 from agentihooks_operator.k8s.launcher import KubernetesLauncher
+from agentihooks_operator.k8s.leftovers import Leftovers, RedisLeftovers
 from agentihooks_operator.k8s.pods import Owner
 from agentihooks_operator.recovery import LaunchPlan
+from agentihooks_operator.recovery.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import SecretStr
 from testsupport.kube import Cluster
@@ -33,11 +37,11 @@ def _plan(token: str = "tok-new") -> LaunchPlan:
     )
 
 
-def _launcher(cluster: Cluster) -> tuple[KubernetesLauncher, KubeClient]:
+def _launcher(cluster: Cluster, leftovers: Leftovers | None = None) -> tuple[KubernetesLauncher, KubeClient]:
     kube = KubeClient(cluster.url, agent="agentihooks-operator/test")
     spec = SwarmSpec.model_validate(swarm_spec())
     owner = Owner(name="example", namespace="default", uid="uid-1", controller="op-a")
-    return KubernetesLauncher(kube, owner, lambda: spec), kube
+    return KubernetesLauncher(kube, owner, lambda: spec, leftovers=leftovers), kube
 
 
 def _token(secret: dict) -> str:
@@ -78,13 +82,35 @@ async def test_a_secret_left_by_a_crashed_launch_gets_the_new_credential(cluster
     kube.close()
 
 
-async def test_retire_is_idempotent(cluster: Cluster) -> None:
+async def test_retire_deletes_the_pod_and_leaves_secret_and_configmap_to_the_cleanup(
+    cluster: Cluster,
+) -> None:
     launcher, kube = _launcher(cluster)
     await asyncio.to_thread(launcher.launch, _plan())
     await asyncio.to_thread(launcher.retire, EID)
     await asyncio.to_thread(launcher.retire, EID)
     assert await asyncio.to_thread(launcher.exists, EID) is False
-    for path in (f"pods/swarm-{EID}", f"secrets/swarm-{EID}-credential", f"configmaps/swarm-{EID}-launch"):
+    left = (f"secrets/swarm-{EID}-credential", f"configmaps/swarm-{EID}-launch")
+    for path in left:
+        assert await cluster.get(f"/api/v1/namespaces/default/{path}") is not None
+    assert await asyncio.to_thread(launcher.clean_leftovers) == [EID]
+    assert await asyncio.to_thread(launcher.clean_leftovers) == []
+    for path in (f"pods/swarm-{EID}", *left):
         assert await cluster.get(f"/api/v1/namespaces/default/{path}") is None
+    assert cluster.count("delete", "secrets", f"swarm-{EID}") == 1
+    assert cluster.count("delete", "configmaps", f"swarm-{EID}") == 1
     launcher.close()
     kube.close()
+
+
+async def test_leftovers_already_gone_are_cleaned_without_error(cluster: Cluster, redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    ledger = RedisLeftovers(client, SwarmKeys("agentihooks", "example"))
+    launcher, kube = _launcher(cluster, leftovers=ledger)
+    await asyncio.to_thread(launcher.retire, EID)  # never launched: nothing to delete but the note
+    assert ledger.pending() == [EID]
+    assert await asyncio.to_thread(launcher.clean_leftovers) == [EID]
+    assert ledger.pending() == []
+    launcher.close()
+    kube.close()
+    client.close()

@@ -1,0 +1,97 @@
+"""Events queued by earlier passes are held while a pass runs, then sent in order, each exactly once.
+
+The poster checks before every single post, so a notice whose first Event was
+already in flight when a pass started sends its second one only after the pass.
+Fakes stand in for the Kubernetes client and the recovery core (edges only).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from agentihooks_operator.k8s.events import Notice
+from agentihooks_operator.k8s.pods import Owner
+from agentihooks_operator.k8s.swarmpass import SwarmPass
+from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.swarm import SwarmSpec
+
+SPEC = SwarmSpec.model_validate(
+    {
+        "image": "ghcr.io/agentihooks/worker:2.1.0",
+        "harness": {"name": "claude", "command": ["claude"]},
+        "seats": [{"name": "eng-1", "project": "github.com/acme/app", "task": {"id": "t-1", "text": "x"}}],
+    }
+)
+
+
+class FakeKube:
+    """Records Event creates; the first one blocks until the test lets it finish."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str]] = []
+        self.first_in_flight = threading.Event()
+        self.finish_first = threading.Event()
+        self.lock = threading.Lock()
+
+    def create(self, resource: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        assert resource == "events"
+        if not self.first_in_flight.is_set():
+            self.first_in_flight.set()
+            assert self.finish_first.wait(10)
+        with self.lock:
+            self.posted.append((body["reason"], body["involvedObject"]["kind"]))
+        return body
+
+
+class BlockedRecovery:
+    """A recovery core whose lease check waits for the test: the pass is running until then."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def acquire(self) -> bool:
+        self.entered.set()
+        assert self.release.wait(10)
+        return False  # not the leader: the pass ends without writing anything
+
+
+def _runner(kube: FakeKube, recovery: BlockedRecovery) -> SwarmPass:
+    return SwarmPass(
+        recovery=recovery,  # type: ignore[arg-type]
+        redis_client=None,  # type: ignore[arg-type]
+        keys=SwarmKeys("agentihooks", "example"),
+        kube=kube,  # type: ignore[arg-type]
+        owner=Owner(name="example", namespace="default", uid="uid-1", controller="op-a"),
+        clock=lambda: 0,
+    )
+
+
+def test_posts_wait_for_the_running_pass_then_flush_in_order_once() -> None:
+    kube, recovery = FakeKube(), BlockedRecovery()
+    runner = _runner(kube, recovery)
+    runner._post(Notice("Fenced", "a", execution_id="exe-1"))  # two Events: on the Swarm and the Pod
+    runner._post(Notice("Replaced", "b", execution_id="exe-2"))
+    runner._post(Notice("RequestRefused", "c"))
+    assert kube.first_in_flight.wait(10)
+
+    passing = threading.Thread(target=runner.run, args=(SPEC,))
+    passing.start()
+    assert recovery.entered.wait(10)  # the pass is running now
+    kube.finish_first.set()  # the post already in flight completes...
+    time.sleep(0.3)
+    with kube.lock:
+        assert kube.posted == [("Fenced", "Swarm")]  # ...and nothing else is sent during the pass
+
+    recovery.release.set()
+    passing.join(10)
+    runner.close()
+    assert kube.posted == [
+        ("Fenced", "Swarm"),
+        ("Fenced", "Pod"),
+        ("Replaced", "Swarm"),
+        ("Replaced", "Pod"),
+        ("RequestRefused", "Swarm"),
+    ]
