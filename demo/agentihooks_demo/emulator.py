@@ -5,6 +5,8 @@ every resource the operator uses (kmock serves only declared ones), writes a
 kubeconfig pointing at itself, prints one ``ready <url>`` line and serves
 until it is signalled. There is no kubelet and no scheduler behind it: the
 demo's simulated kubelet (:mod:`agentihooks_demo.kubelet`) plays that part.
+The test suite's emulated cluster declares its resources and writes its
+kubeconfig with the same functions (:func:`declare`, :func:`write_kubeconfig`).
 """
 
 from __future__ import annotations
@@ -30,17 +32,23 @@ RESOURCES = {
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 
 
-def write_kubeconfig(url: str, path: Path) -> None:
-    """A kubeconfig whose only context points at ``url`` (JSON is valid YAML)."""
+def declare(emulator: kmock.KubernetesEmulator) -> None:
+    """Declare every resource in :data:`RESOURCES` on ``emulator``, with all verbs and ``/status``."""
+    for name, (kind, namespaced) in RESOURCES.items():
+        emulator.resources[name] = kmock.ResourceInfo(
+            kind=kind, namespaced=namespaced, verbs=set(VERBS), subresources={"status"}
+        )
+
+
+def write_kubeconfig(url: str, path: Path, *, name: str = "demo", token: str | None = None) -> None:
+    """A kubeconfig whose only context (``name``) points at ``url`` (JSON is valid YAML)."""
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "current-context": "demo",
-        "clusters": [{"name": "demo", "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "demo", "user": {"token": "emulated-cluster"}}],
-        "contexts": [
-            {"name": "demo", "context": {"cluster": "demo", "user": "demo", "namespace": "default"}}
-        ],
+        "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": name, "user": {"token": token or "emulated-cluster"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
     }
     path.write_text(json.dumps(doc))
     path.chmod(0o600)
@@ -53,10 +61,7 @@ async def serve(port: int, kubeconfig: Path) -> None:
         loop.add_signal_handler(sig, stop.set)
     emulator = kmock.KubernetesEmulator()
     async with emulator, kmock.Server(emulator, host="127.0.0.1", port=port) as server:
-        for name, (kind, namespaced) in RESOURCES.items():
-            emulator.resources[name] = kmock.ResourceInfo(
-                kind=kind, namespaced=namespaced, verbs=set(VERBS), subresources={"status"}
-            )
+        declare(emulator)
         url = str(server.url).rstrip("/")
         write_kubeconfig(url, kubeconfig)
         print(f"ready {url}", flush=True)

@@ -3,6 +3,9 @@
 Container states (``running``, ``terminated`` with ``reason``/``exitCode``,
 ``waiting`` on an image pull), the ``Ready`` condition and the phase are what
 the operator's classifier reads; these builders produce exactly those fields.
+The test suite's kubelet builds its statuses from the same pieces
+(:func:`container`, :func:`ready_condition`), so the demo and the tests cannot
+drift apart on what a kubelet writes.
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ from typing import Any
 NODE = "demo-node"
 
 
-def ts() -> str:
-    return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def ts(at: datetime | None = None) -> str:
+    """``at`` (default: now) as the API's second-precision UTC timestamp."""
+    return (at or datetime.now(tz=UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _container(image: str, state: dict[str, Any], *, ready: bool = False) -> dict[str, Any]:
+def container(
+    image: str, state: dict[str, Any], *, ready: bool = False, name: str = "worker"
+) -> dict[str, Any]:
+    """One entry of ``containerStatuses`` (or ``initContainerStatuses``) in ``state``."""
     return {
-        "name": "worker",
+        "name": name,
         "image": image,
         "imageID": "",
         "ready": ready,
@@ -30,8 +37,9 @@ def _container(image: str, state: dict[str, Any], *, ready: bool = False) -> dic
     }
 
 
-def _ready(status: str, reason: str | None = None) -> dict[str, Any]:
-    cond: dict[str, Any] = {"type": "Ready", "status": status, "lastTransitionTime": ts()}
+def ready_condition(status: str, reason: str | None = None, *, at: str | None = None) -> dict[str, Any]:
+    """The Pod's ``Ready`` condition, changed at ``at`` (default: now)."""
+    cond: dict[str, Any] = {"type": "Ready", "status": status, "lastTransitionTime": at or ts()}
     if reason:
         cond["reason"] = reason
     return cond
@@ -42,8 +50,8 @@ def running(image: str, started: str) -> dict[str, Any]:
         "phase": "Running",
         "podIP": "127.0.0.1",
         "startTime": started,
-        "conditions": [_ready("True")],
-        "containerStatuses": [_container(image, {"running": {"startedAt": started}}, ready=True)],
+        "conditions": [ready_condition("True")],
+        "containerStatuses": [container(image, {"running": {"startedAt": started}}, ready=True)],
     }
 
 
@@ -52,17 +60,17 @@ def terminated(image: str, exit_code: int, started: str, *, oom: bool = False) -
     term = {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": ts()}
     return {
         "phase": "Succeeded" if exit_code == 0 else "Failed",
-        "conditions": [_ready("False", "PodCompleted" if exit_code == 0 else "PodFailed")],
-        "containerStatuses": [_container(image, {"terminated": term})],
+        "conditions": [ready_condition("False", "PodCompleted" if exit_code == 0 else "PodFailed")],
+        "containerStatuses": [container(image, {"terminated": term})],
     }
 
 
 def pull_failure(image: str, reason: str = "ErrImagePull") -> dict[str, Any]:
     return {
         "phase": "Pending",
-        "conditions": [_ready("False", "ContainersNotReady")],
+        "conditions": [ready_condition("False", "ContainersNotReady")],
         "containerStatuses": [
-            _container(image, {"waiting": {"reason": reason, "message": f"failed to pull image {image!r}"}})
+            container(image, {"waiting": {"reason": reason, "message": f"failed to pull image {image!r}"}})
         ],
     }
 

@@ -28,29 +28,16 @@ from agentihooks_operator.recovery import CrashAt, InjectedFault, LaunchPlan, Re
 from agentihooks_operator.swarm import SwarmSpec
 
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint
-from testsupport.recovery import MemoryLauncher, observe
+from testsupport.recovery import MemoryLauncher, observe, swarm_doc
 
 
 def swarm_with_masters(
     masters: dict[str, str], *, seats: int = 1, tag: str = "v1", automation: bool = True
 ) -> SwarmSpec:
     """A spec like ``testsupport.recovery.swarm_spec`` whose masters are ``agent → Secret name``."""
-    return SwarmSpec.model_validate(
-        {
-            "image": f"registry.example/worker:{tag}",
-            "harness": {"name": "claude", "command": ["claude"]},
-            "seats": [
-                {
-                    "name": f"eng-{i + 1}",
-                    "project": "github.com/example/app",
-                    "task": {"id": f"task-{i + 1}", "text": f"do thing {i + 1}"},
-                }
-                for i in range(seats)
-            ],
-            "masters": [{"agent": a, "credentialSecret": s} for a, s in masters.items()],
-            "recovery": {"automation": automation},
-        }
-    )
+    doc = swarm_doc(seats, tag=tag, automation=automation)
+    doc["masters"] = [{"agent": a, "credentialSecret": s} for a, s in masters.items()]
+    return SwarmSpec.model_validate(doc)
 
 
 class Secrets:

@@ -1,7 +1,9 @@
 """A Kubernetes API for tests: kmock's KubernetesEmulator served over HTTP on 127.0.0.1.
 
 Declares every resource the operator touches (kmock serves only declared
-ones), writes a kubeconfig that points at it (the operator logs in exactly as
+ones; the list and the kubeconfig writer are the demo's own,
+:mod:`agentihooks_demo.emulator`, so the two emulated clusters match), writes
+a kubeconfig that points at it (the operator logs in exactly as
 it would against a cluster), and records the verb and resource of every call
 the operator made (told apart from the test's own calls by User-Agent), which
 is what the Helm chart's RBAC is compared against.
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -20,34 +21,15 @@ from typing import Any
 
 import httpx
 import kmock
+from agentihooks_demo.emulator import declare, write_kubeconfig
 
-RESOURCES = {
-    "v1/namespaces": ("Namespace", False),
-    "v1/nodes": ("Node", False),
-    "v1/pods": ("Pod", True),
-    "v1/events": ("Event", True),
-    "v1/secrets": ("Secret", True),
-    "v1/configmaps": ("ConfigMap", True),
-    "agentihooks.io/v1alpha1/swarms": ("Swarm", True),
-}
-VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 OPERATOR_AGENTS = ("kopf/", "agentihooks-operator")
 SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
 _VERB_OF_ACTION = {"list": "list", "watch": "watch", "fetch": "get", "create": "create", "delete": "delete"}
 
 
 def kubeconfig(url: str, path: Path) -> Path:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "kmock",
-        "clusters": [{"name": "kmock", "cluster": {"server": url, "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "kmock", "user": {"token": "test-token"}}],
-        "contexts": [
-            {"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": "default"}}
-        ],
-    }
-    path.write_text(json.dumps(doc))  # JSON is YAML
+    write_kubeconfig(url, path, name="kmock", token="test-token")
     return path
 
 
@@ -180,10 +162,7 @@ async def emulated_cluster(
 ) -> AsyncIterator[Cluster]:
     emulator = emulator if emulator is not None else kmock.KubernetesEmulator()
     async with emulator, kmock.Server(emulator) as server:
-        for name, (kind, namespaced) in RESOURCES.items():
-            emulator.resources[name] = kmock.ResourceInfo(
-                kind=kind, namespaced=namespaced, verbs=set(VERBS), subresources={"status"}
-            )
+        declare(emulator)
         url = str(server.url).rstrip("/")
         cluster = Cluster(emulator, url, kubeconfig(url, workdir / "kubeconfig"))
         try:

@@ -4,7 +4,10 @@ The status builders return documents shaped like what real clusters write
 (container statuses with ``terminated``/``waiting`` states, ``DisruptionTarget``
 conditions, ``reason: Evicted``/``NodeLost``), so the classifier's unit tests
 and the end-to-end tests use the same shapes. :class:`Kubelet` applies them
-through ``PATCH .../pods/<name>/status`` as a kubelet would.
+through ``PATCH .../pods/<name>/status`` as a kubelet would. Container entries,
+the Ready condition and timestamps come from the demo's builders
+(:mod:`agentihooks_demo.podstatus`), one source for both; the tests pin the
+image and the transition times.
 """
 
 from __future__ import annotations
@@ -13,32 +16,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+from agentihooks_demo import podstatus
+from agentihooks_demo.podstatus import ts
 
+IMAGE = "ghcr.io/agentihooks/worker:2.1.0"
 NOW = datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
 
 
-def ts(at: datetime | None = None) -> str:
-    return (at or datetime.now(tz=UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _container(state: dict[str, Any], *, name: str = "worker", ready: bool = False) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": "ghcr.io/agentihooks/worker:2.1.0",
-        "imageID": "",
-        "ready": ready,
-        "restartCount": 0,
-        "started": ready,
-        "state": state,
-        "lastState": {},
-    }
+    return podstatus.container(IMAGE, state, ready=ready, name=name)
 
 
 def _ready(status: str, reason: str | None = None) -> dict[str, Any]:
-    cond: dict[str, Any] = {"type": "Ready", "status": status, "lastTransitionTime": ts(NOW)}
-    if reason:
-        cond["reason"] = reason
-    return cond
+    return podstatus.ready_condition(status, reason, at=ts(NOW))
 
 
 def pending() -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
 from agentihooks_checkpoint.catalog import CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
@@ -101,22 +101,25 @@ def summary(
     )
 
 
+def swarm_doc(seats: int = 1, *, tag: str = "v1", automation: bool = True) -> dict[str, Any]:
+    """The Swarm spec document :func:`swarm_spec` validates (callers may add fields first)."""
+    return {
+        "image": f"registry.example/worker:{tag}",
+        "harness": {"name": "claude", "command": ["claude"]},
+        "seats": [
+            {
+                "name": f"eng-{i + 1}",
+                "project": "github.com/example/app",
+                "task": {"id": f"task-{i + 1}", "text": f"do thing {i + 1}"},
+            }
+            for i in range(seats)
+        ],
+        "recovery": {"automation": automation},
+    }
+
+
 def swarm_spec(seats: int = 1, *, tag: str = "v1", automation: bool = True) -> SwarmSpec:
-    return SwarmSpec.model_validate(
-        {
-            "image": f"registry.example/worker:{tag}",
-            "harness": {"name": "claude", "command": ["claude"]},
-            "seats": [
-                {
-                    "name": f"eng-{i + 1}",
-                    "project": "github.com/example/app",
-                    "task": {"id": f"task-{i + 1}", "text": f"do thing {i + 1}"},
-                }
-                for i in range(seats)
-            ],
-            "recovery": {"automation": automation},
-        }
-    )
+    return SwarmSpec.model_validate(swarm_doc(seats, tag=tag, automation=automation))
 
 
 def observe(
