@@ -88,16 +88,6 @@ app.kubernetes.io/component: redis
 {{- printf "redis://%s.%s.svc:6379/0" (include "agentihooks.redisName" .) .Release.Namespace -}}
 {{- end -}}
 {{- end -}}
-
-{{/*
-The Redis URL with a `$(AGENTIHOOKS_REDIS_PASSWORD)` reference the kubelet expands from the Secret at
-container start (the variable is declared just before it). The password must be URL-safe.
-*/}}
-{{- define "agentihooks.redisUrlWithPassword" -}}
-{{- $parts := splitn "://" 2 (include "agentihooks.redisUrl" .) -}}
-{{- printf "%s://:$(AGENTIHOOKS_REDIS_PASSWORD)@%s" $parts._0 $parts._1 -}}
-{{- end -}}
-
 {{/* Control API URL the workers report to. */}}
 {{- define "agentihooks.controlUrl" -}}
 {{- default (printf "http://%s.%s.svc:%d" (include "agentihooks.fullname" .) .Release.Namespace (int .Values.service.port)) .Values.controlApi.url -}}

@@ -22,12 +22,11 @@ import os
 from typing import Any
 
 import kopf
-import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
-from ..k8s.config import OperatorConfig
+from ..k8s.config import OperatorConfig, connect_redis
 from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
 from ..swarm import SwarmSpec
@@ -97,7 +96,7 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
     config = ApiConfig()
     operator = memo.get("config") or OperatorConfig()
     if memo.get("redis") is None:
-        memo["redis"] = redis.Redis.from_url(operator.redis_url, socket_timeout=10)
+        memo["redis"] = connect_redis(operator)
     registry = memo.get(REGISTRY) or SwarmRegistry(secret_reader(memo))
     memo[REGISTRY] = registry
     memo[STOPPING] = False

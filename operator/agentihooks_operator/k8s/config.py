@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import socket
 
-from pydantic import Field
+import redis
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,6 +22,9 @@ class OperatorConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    #: The Redis password, kept apart from the URL so any characters work (the chart fills it from
+    #: its ``existingSecret``). A password written in the URL itself still works when this is unset.
+    redis_password: SecretStr | None = None
     #: Root of every Redis key (the original's ``AGENTIHOOKS_SWARM_KEY_PREFIX``).
     swarm_key_prefix: str = "agentihooks"
     #: This replica's lease-holder identity; also the ``controller-owner`` Pod label.
@@ -41,3 +45,12 @@ class OperatorConfig(BaseSettings):
     @property
     def namespace_list(self) -> list[str]:
         return [n.strip() for n in self.namespaces.split(",") if n.strip()]
+
+
+def connect_redis(config: OperatorConfig) -> redis.Redis:
+    """The operator's Redis client: ``redis_url`` plus ``redis_password`` when one is set."""
+    if config.redis_password is None or not config.redis_password.get_secret_value():
+        return redis.Redis.from_url(config.redis_url, socket_timeout=10)
+    return redis.Redis.from_url(
+        config.redis_url, socket_timeout=10, password=config.redis_password.get_secret_value()
+    )

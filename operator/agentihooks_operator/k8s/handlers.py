@@ -32,7 +32,7 @@ from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
 from .client import KubeClient
-from .config import OperatorConfig
+from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
 from .errors import ApiError, InvalidSwarm
 from .launcher import KubernetesLauncher
@@ -81,7 +81,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = f"{DOMAIN}/operator"
     settings.posting.level = logging.WARNING
     if memo.get("redis") is None:
-        memo["redis"] = redis.Redis.from_url(config.redis_url, socket_timeout=10)
+        memo["redis"] = connect_redis(config)
     if memo.get("kube") is None:
         memo["kube"] = KubeClient.from_connection(
             _connection(settings), agent=f"agentihooks-operator/{config.operator_id}"

@@ -29,7 +29,8 @@ from testsupport.helm import Helm, one
 from testsupport.kube import Cluster, emulated_cluster, eventually
 from testsupport.redis_server import free_port
 
-PASSWORD = "0123456789abcdef0123456789abcdef"  # URL-safe, as docs/install.md asks
+# Not URL-safe on purpose: the operator receives the password apart from its Redis URL.
+PASSWORD = "p@ss:w/rd#0123?&%20=+ 456789abcdef"
 SECRETS = {"agentihooks-redis": PASSWORD, "agentihooks-operator-token": "operator-token-for-tests"}
 
 pytestmark = pytest.mark.slow
@@ -80,7 +81,8 @@ async def test_operator_runs_from_the_rendered_deployment(
     pod = one(helm.render(values), "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
     env = kubelet_env(container, "rel-agentihooks-recovery-7d9f-abcde")
-    assert PASSWORD in env["AGENTIHOOKS_REDIS_URL"], "the kubelet splices the password into the URL"
+    assert env["AGENTIHOOKS_REDIS_PASSWORD"] == PASSWORD
+    assert PASSWORD not in env["AGENTIHOOKS_REDIS_URL"], "the password travels apart from the URL"
     argv = [shutil.which(container["command"][0]) or container["command"][0], *container.get("args", [])]
     log = (tmp_path / "operator.log").open("wb")
     proc = subprocess.Popen(
