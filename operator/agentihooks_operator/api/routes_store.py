@@ -25,6 +25,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import POINTER_SIZE_CAP, CheckpointStore
 from aiohttp import web
 
+from ..recovery.keys import SwarmKeys
 from ..recovery.records import AttemptRecord
 from .common import answer, blocking, state_of, worker_of
 from .errors import HttpProblem, bad_request, forbidden, not_found
@@ -70,7 +71,7 @@ def _named(store: CheckpointStore, scope: StoreScope, checkpoint_id: str | None)
 def uploads_key(request: web.Request, scope: StoreScope, execution_id: str) -> str:
     """The Redis set of object digests this execution uploaded (it may read them back to verify)."""
     prefix = state_of(request).registry_prefix(scope.swarm)
-    return f"{prefix}:swarm:{{{scope.swarm}}}:api-uploads:{execution_id}"
+    return SwarmKeys(prefix, scope.swarm).api_uploads(execution_id)
 
 
 async def _may_read(

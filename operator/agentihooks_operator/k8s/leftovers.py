@@ -23,7 +23,7 @@ from ..recovery.keys import SwarmKeys
 
 def leftovers_key(keys: SwarmKeys) -> str:
     """The swarm's set of retired attempts whose Secret and ConfigMap may still exist."""
-    return f"{keys.prefix}:swarm:{{{keys.swarm}}}:retire-leftovers"
+    return keys.retire_leftovers
 
 
 class Leftovers(Protocol):

@@ -27,7 +27,7 @@ SUPERSEDED = (label("superseded"), "legacy-specification")
 
 
 def pull_since_key(keys: SwarmKeys) -> str:
-    return f"{keys.prefix}:swarm:{{{keys.swarm}}}:image-pull-since"
+    return keys.image_pull_since
 
 
 class PullGrace:

@@ -45,6 +45,11 @@ ADDED_PARTS = (
 )
 #: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
 SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
+#: Parts written outside the core's scripts, by the operator and the control API. They hold
+#: bookkeeping whose loss is safe (a grace clock restarts, a leftover Secret is re-noted on the
+#: next retire, an upload may no longer be read back), so they are not lease-guarded.
+#: ``image-pull-since`` is an original part; the other two are added.
+OUTSIDE_PARTS = ("image-pull-since", "retire-leftovers", "api-uploads")
 
 
 @dataclass(frozen=True)
@@ -150,3 +155,20 @@ class SwarmKeys:
     @property
     def held_recoveries(self) -> str:
         return self.part("held-recoveries")
+
+    # -- parts outside the write scripts (see OUTSIDE_PARTS) ---------------------------------
+    @property
+    def image_pull_since(self) -> str:
+        """Hash: execution id → when the attempt first showed an image-pull failure (ms)."""
+        return f"{self.prefix}:swarm:{{{self.swarm}}}:image-pull-since"
+
+    @property
+    def retire_leftovers(self) -> str:
+        """Set: retired attempts whose Secret and ConfigMap may still exist."""
+        return f"{self.prefix}:swarm:{{{self.swarm}}}:retire-leftovers"
+
+    def api_uploads(self, execution_id: str) -> str:
+        """Set: object digests ``execution_id`` uploaded through the control API."""
+        if not _SLUG.fullmatch(execution_id):
+            raise InvalidInput(f"not a usable execution id: {execution_id!r}")
+        return f"{self.prefix}:swarm:{{{self.swarm}}}:api-uploads:{execution_id}"
