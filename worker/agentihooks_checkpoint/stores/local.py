@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -60,43 +60,23 @@ class LocalStore(CheckpointStore):
         except FileNotFoundError:
             return None
 
-    def _tmp(self, final: Path) -> tuple[int, Path]:
+    def _write(self, final: Path, fill: Callable[[BinaryIO], object], *, once: bool = False) -> None:
+        """Fill a temporary file beside ``final``, fsync it, then publish it.
+
+        Published by rename (replacing any old object), or with ``once`` by a hard link that fails
+        when ``final`` exists, followed by an fsync of the folder: the write-once commit pointer.
+        """
         final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, name = tempfile.mkstemp(dir=final.parent, prefix=".tmp-")
-        return fd, Path(name)
-
-    def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
-        final = self._path(scope, key)
-        fd, tmp = self._tmp(final)
-        try:
-            with os.fdopen(fd, "wb") as out, path.open("rb") as src:
-                shutil.copyfileobj(src, out, 1024 * 1024)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
-        final = self._path(scope, key)
-        fd, tmp = self._tmp(final)
+        tmp = Path(name)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(data)
+                fill(out)
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def write_once(self, scope: StoreScope, key: str, data: bytes) -> None:
-        final = self._path(scope, key)
-        fd, tmp = self._tmp(final)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
+            if not once:
+                os.replace(tmp, final)
+                return
             try:
                 os.link(tmp, final)
             except FileExistsError as e:
@@ -108,6 +88,19 @@ class LocalStore(CheckpointStore):
                 os.close(dfd)
         finally:
             tmp.unlink(missing_ok=True)
+
+    def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
+        def fill(out: BinaryIO) -> None:
+            with path.open("rb") as src:
+                shutil.copyfileobj(src, out, 1024 * 1024)
+
+        self._write(self._path(scope, key), fill)
+
+    def write_bytes(self, scope: StoreScope, key: str, data: bytes) -> None:
+        self._write(self._path(scope, key), lambda out: out.write(data))
+
+    def write_once(self, scope: StoreScope, key: str, data: bytes) -> None:
+        self._write(self._path(scope, key), lambda out: out.write(data), once=True)
 
     def list_keys(self, scope: StoreScope, under: str) -> list[str]:
         base = self._path(scope, "x").parent
