@@ -11,9 +11,9 @@ which the worker runs before it applies anything.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .scope import StoreScope
 
@@ -39,6 +39,11 @@ class CheckpointSummary(BaseModel):
     #: Committed and every listed object present with its recorded size.
     complete: bool
     created_at: str
+    #: The record's top-level fields this package does not know (a newer minor's), as written:
+    #: relayed so a master's tools see a newer writer's record whole.
+    unknown_fields: dict[str, Any] = Field(default_factory=dict)
+    #: The record's ``schema_version`` (any 2.x).
+    schema_version: str | None = None
 
 
 class CheckpointCatalog(Protocol):

@@ -6,18 +6,20 @@ scope-free part to decide whether a listed checkpoint is complete.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import Counter
 from dataclasses import dataclass
 
 from .errors import RecordRefused
-from .model import CheckpointRecord, Role
+from .model import ROLE, CheckpointRecord, Role
 from .reasons import Reason
 from .scope import StoreScope
 
 
 @dataclass(frozen=True)
 class InventoryItem:
-    """An object the record lists: ``size`` is ``None`` for legacy records (no inventory)."""
+    """An object the record lists: ``size`` is ``None`` for a record without inventory (another writer's)."""
 
     role: str
     path: str
@@ -45,6 +47,18 @@ def check_attempt(
         raise RecordRefused(Reason.IDENTITY_MISMATCH, "record names another attempt")
 
 
+def legacy_path(role: str) -> str:
+    """Where an object of a record without inventory is staged: its role, or a name derived from it.
+
+    The original puts no rule on role names, so a name that is not a plain role
+    (:data:`~.model.ROLE`) never becomes a path; it is staged under a name
+    derived from its hash instead.
+    """
+    if re.fullmatch(ROLE, role):
+        return role
+    return "role-" + hashlib.sha256(role.encode("utf-8")).hexdigest()[:32]
+
+
 def required_roles(record: CheckpointRecord) -> set[str]:
     roles = {Role.TRANSCRIPT.value}
     if record.native_resume_capability == "qualified":
@@ -62,10 +76,8 @@ def check_content(record: CheckpointRecord) -> list[InventoryItem]:
         raise RecordRefused(Reason.MISSING_MATERIAL, "a required artifact role is missing")
     if record.watermark is None:
         raise RecordRefused(Reason.MISSING_WATERMARK, "record has no durable transcript cursor")
-    if record.artifacts is None:
-        if record.minor >= 2:
-            raise RecordRefused(Reason.INVENTORY_MISMATCH, "record has no inventory")
-        return [InventoryItem(r, r, None, d) for r, d in sorted(record.artifact_hashes.items())]
+    if record.artifacts is None:  # another writer's record (any minor): objects by digest, sizes unknown
+        return [InventoryItem(r, legacy_path(r), None, d) for r, d in sorted(record.artifact_hashes.items())]
     roles = Counter(e.role for e in record.artifacts)
     paths = Counter(e.path for e in record.artifacts)
     if any(n > 1 for n in roles.values()) or any(n > 1 for n in paths.values()):

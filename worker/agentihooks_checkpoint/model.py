@@ -1,12 +1,20 @@
 """The checkpoint record: the swarm v2 checkpoint manifest, major 2, as a pydantic model.
 
-Every known minor of major 2 parses. 2.0 is the oldest shape; 2.1 adds the
-quiescence method, the dependencies manifest, the restore constraints and the
-two native fields; 2.2 (written by this package) adds the attempt's own
-execution generation, the compatibility key, the harness name and the
-artifact inventory. A later minor of major 2 is read with the 2.2 rules; its
-extra fields are kept. ``docs/swarm-v2/schemas/checkpoint.json`` says the same
-thing as JSON Schema, and the tests hold the two together.
+Reading follows the original swarm v2 rules: minors are additive, so every
+2.x parses with the same rules, a minor newer than any this package knows
+included, and fields nobody here knows are kept (a relayed record loses
+nothing). No field beyond the original's oldest required set is required at
+any minor: the original's own schemas disagree over time on whether
+``quiescence_method``, ``dependencies_manifest`` and ``restore_constraints``
+are required, and the fields this package adds (``authority.execution_generation``,
+``compatibility_key``, ``harness``, ``artifacts``) are never written by the
+original. What a restore needs and a record lacks is a verification reason
+(:mod:`.checks`), never a parse failure.
+
+Records this package writes (minor :data:`WRITTEN_VERSION`) always carry
+every field in :data:`WRITTEN_FIELDS`; :func:`missing_written_fields` checks
+that before a capture commits. ``docs/swarm-v2/schemas/checkpoint.json``
+says the same thing as JSON Schema, and the tests hold the two together.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ IDENTIFIER = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$"
 TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 COMMIT = r"^[0-9a-f]{40}$"
-PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9][A-Za-z0-9._-]*|unknown)$"
+#: As the original's common definitions: ``local:`` takes any run of name characters.
+PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9._-]+|unknown)$"
 SCHEMA_VERSION = r"^2\.(0|[1-9][0-9]*)$"
 ROLE = r"^[a-z][a-z0-9_]{0,63}$"
 #: A relative artifact path: segments never start with a dot, so no ``..``, no absolute path.
@@ -32,6 +41,16 @@ RELATIVE_PATH = (
 #: The minor this package writes.
 WRITTEN_VERSION = "2.2"
 KNOWN_MINORS = (0, 1, 2)
+#: Optional on read, always present in a record this package writes (``authority.`` marks a nested name).
+WRITTEN_FIELDS = (
+    "quiescence_method",
+    "dependencies_manifest",
+    "restore_constraints",
+    "compatibility_key",
+    "harness",
+    "artifacts",
+    "authority.execution_generation",
+)
 
 #: Names that belong inside ``authority`` and may never appear at the top level.
 AUTHORITY_NAMES = frozenset(
@@ -102,17 +121,23 @@ class Authority(BaseModel):
 
 
 class Cursor(BaseModel):
-    """``transcript_durable_cursor``: how far the transcript was durably archived."""
+    """``transcript_durable_cursor``: how far the transcript was durably archived.
+
+    The original's schema only says it is an object, so any object parses;
+    :attr:`watermark` is the ``sequence`` when that is a usable record number
+    (an integer >= 0), and ``None`` otherwise (a restore then refuses
+    ``missing_watermark``). This package writes ``sequence`` and ``byte_offset``.
+    """
 
     model_config = ConfigDict(strict=True, frozen=True, extra="allow")
 
-    sequence: int | None = Field(default=None, ge=0)
-    byte_offset: int | None = Field(default=None, ge=0)
+    sequence: Any = None
+    byte_offset: Any = None
 
-    @model_validator(mode="after")
-    def _nulls(self) -> Cursor:
-        _no_explicit_null(self)
-        return self
+    @property
+    def watermark(self) -> int | None:
+        seq = self.sequence
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
 
 
 class ArtifactEntry(BaseModel):
@@ -146,17 +171,19 @@ class CheckpointRecord(BaseModel):
     head_commit: str = Field(pattern=COMMIT)
     branch_name: str = Field(min_length=1, max_length=255)
     transcript_durable_cursor: Cursor | None
+    #: Artifact role -> digest. The original puts no rule on role names; the roles this package
+    #: knows (:class:`Role`) match :data:`ROLE`.
     artifact_hashes: dict[str, str]
     exclusions: list[str]
-    # -- minor 1 --
+    # -- optional at every minor; the original's newer schema requires them, its older one does not --
     quiescence_method: (
         Literal["harness_snapshot", "stopped_process", "consistent_export", "partial_capture"] | None
     ) = None
     dependencies_manifest: dict[str, Any] | None = None
     restore_constraints: list[str] | None = None
-    native_harness_version: str | None = Field(default=None, min_length=1, max_length=64)
+    native_harness_version: str | None = Field(default=None, min_length=1)
     native_session_id: str | None = Field(default=None, pattern=IDENTIFIER)
-    # -- minor 2 (this package) --
+    # -- added by this package (written at minor 2.2, optional on read at every minor) --
     compatibility_key: str | None = Field(default=None, min_length=1, max_length=255)
     harness: Literal["claude", "codex"] | None = None
     artifacts: list[ArtifactEntry] | None = None
@@ -168,7 +195,7 @@ class CheckpointRecord(BaseModel):
     @property
     def watermark(self) -> int | None:
         c = self.transcript_durable_cursor
-        return None if c is None else c.sequence
+        return None if c is None else c.watermark
 
     @property
     def committed(self) -> bool:
@@ -179,28 +206,28 @@ class CheckpointRecord(BaseModel):
         return self.native_resume_capability == "qualified" and Role.NATIVE_SESSION in self.artifact_hashes
 
     @model_validator(mode="after")
-    def _minor_rules(self) -> CheckpointRecord:
+    def _rules(self) -> CheckpointRecord:
+        """Rules that hold at every minor (none depends on the minor: minors are additive)."""
         _no_explicit_null(self)
         extra = set(self.model_extra or {})
         if extra & AUTHORITY_NAMES:
             raise ValueError("authority names belong inside authority")
-        for role, digest in self.artifact_hashes.items():
-            if (
-                not re.fullmatch(ROLE, role)
-                or not isinstance(digest, str)
-                or not re.fullmatch(DIGEST, digest)
-            ):
+        for digest in self.artifact_hashes.values():
+            if not isinstance(digest, str) or not re.fullmatch(DIGEST, digest):
                 raise ValueError("artifact_hashes maps roles to sha256 digests")
         if not all(isinstance(x, str) for x in self.exclusions):
             raise ValueError("exclusions are strings")
-        if self.minor >= 1:
-            for name in ("quiescence_method", "dependencies_manifest", "restore_constraints"):
-                if getattr(self, name) is None:
-                    raise ValueError(f"{name} is required from minor 1")
-        if self.minor >= 2:
-            missing = [n for n in ("compatibility_key", "harness", "artifacts") if getattr(self, n) is None]
-            if self.authority.execution_generation is None:
-                missing.append("authority.execution_generation")
-            if missing:
-                raise ValueError(f"required from minor 2: {', '.join(missing)}")
         return self
+
+    @property
+    def unknown_fields(self) -> dict[str, Any]:
+        """Top-level fields this package does not know (a newer minor's), exactly as written."""
+        return dict(self.model_extra or {})
+
+
+def missing_written_fields(record: CheckpointRecord) -> list[str]:
+    """The :data:`WRITTEN_FIELDS` ``record`` lacks: empty for every record this package may commit."""
+    missing = [n for n in WRITTEN_FIELDS if "." not in n and getattr(record, n) is None]
+    if record.authority.execution_generation is None:
+        missing.append("authority.execution_generation")
+    return missing

@@ -47,4 +47,6 @@ def summarize(
         watermark=record.watermark,
         complete=complete,
         created_at=record.created_at,
+        unknown_fields=record.unknown_fields,
+        schema_version=record.schema_version,
     )

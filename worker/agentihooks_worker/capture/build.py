@@ -25,6 +25,7 @@ from agentihooks_checkpoint.model import (
     CheckpointRecord,
     Cursor,
     Role,
+    missing_written_fields,
 )
 from agentihooks_checkpoint.record import encode_record
 from agentihooks_checkpoint.stores.base import CheckpointStore
@@ -215,4 +216,8 @@ def _record(
     }
     if req.native_harness_version:
         fields["native_harness_version"] = req.native_harness_version
-    return CheckpointRecord.model_validate(fields)
+    record = CheckpointRecord.model_validate(fields)
+    missing = missing_written_fields(record)
+    if missing:  # a reader takes them as optional; a record of this package always carries them
+        raise CaptureError(f"the record would lack {', '.join(missing)}")
+    return record
