@@ -59,10 +59,20 @@ def _oom_killed(pod: Mapping[str, Any]) -> bool:
     return any(t.get("reason") == "OOMKilled" for t in _terminations(pod))
 
 
+def _exited(term: Mapping[str, Any]) -> bool:
+    """Whether a ``terminated`` state is an exit rather than success.
+
+    As in the original: only an explicit ``exitCode`` of 0 is success; a
+    missing, null or unreadable one counts as an exit.
+    """
+    code = term.get("exitCode")
+    return not (isinstance(code, int) and not isinstance(code, bool) and code == 0)
+
+
 def _nonzero_exit(pod: Mapping[str, Any]) -> bool:
     for cs in _statuses(pod):
         term = (cs.get("state") or {}).get("terminated")
-        if term and int(term.get("exitCode") or 0) != 0:
+        if isinstance(term, Mapping) and _exited(term):
             return True
     return False
 
