@@ -6,19 +6,32 @@ package needs: the restore directive, the registration the worker verifies a
 checkpoint against, the fenced attempt whose checkpoint it restores, and
 ``checkpoint_remote``. Unknown extra fields are kept, so a relayed record
 loses nothing.
+
+Field rules are the original's: ``task_id`` may hold ``:`` and ``/``
+(:data:`TASK_ID`), and every integer is a JSON integer, never a boolean
+(``true`` is not generation 1); time budgets are numbers, never booleans.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from .directive import IDENTIFIER, RestoreDirective
 
 PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9][A-Za-z0-9._-]*|unknown)$"
+#: The original's rule for a launch record's task id: an identifier that may also hold ``:`` and ``/``.
+TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$"
 
-Budget = float
+#: A time budget in seconds: an integer or a float, never a boolean.
+Budget = StrictFloat
+
+
+def is_identifier(value: str) -> bool:
+    """Whether ``value`` is a plain identifier (what a checkpoint manifest and a store scope take)."""
+    return re.fullmatch(IDENTIFIER, value) is not None
 
 
 class LaunchAuthority(BaseModel):
@@ -27,8 +40,8 @@ class LaunchAuthority(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     execution_id: str = Field(pattern=IDENTIFIER)
-    generation: int = Field(ge=1)
-    task_id: str = Field(pattern=IDENTIFIER)
+    generation: StrictInt = Field(ge=1)
+    task_id: str = Field(pattern=TASK_ID)
     seat_id: str = Field(pattern=IDENTIFIER)
     swarm_id: str = Field(pattern=IDENTIFIER)
     grant_id: str = Field(pattern=IDENTIFIER)
@@ -40,7 +53,7 @@ class Registration(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     projects: list[str] = Field(min_length=1)
-    task_generation: int = Field(ge=1)
+    task_generation: StrictInt = Field(ge=1)
     #: The image tag the worker runs under; checkpoints are captured under it.
     compatibility_key: str = Field(min_length=1, max_length=255)
 
@@ -61,7 +74,7 @@ class RestoreSource(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     execution_id: str = Field(pattern=IDENTIFIER)
-    execution_generation: int = Field(ge=1)
+    execution_generation: StrictInt = Field(ge=1)
 
 
 class LaunchRecord(BaseModel):
@@ -83,4 +96,11 @@ class LaunchRecord(BaseModel):
     registration: Registration | None = None
     restore: RestoreDirective | None = None
     restore_from: RestoreSource | None = None
-    checkpoint_remote: bool = False
+    checkpoint_remote: StrictBool = False
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _integer_version(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError("schema_version is the integer 1")
+        return v

@@ -8,16 +8,40 @@ is ``homes/<harness>``; ``HOME`` points there, with ``CLAUDE_CONFIG_DIR`` and
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentihooks_checkpoint.directive import IDENTIFIER
+from agentihooks_checkpoint.launch import TASK_ID
 from agentihooks_checkpoint.scope import safe_segment
 
+#: Longest task folder name kept readable (file systems take 255 bytes per name).
+MAX_FOLDER = 200
 SUBDIRS = ("homes", "run", "checkouts", "worktrees", "spool", "tmp", "profiles")
 #: The worker's own credentials: the agent never sees them.
 WORKER_ONLY = ("AGENTIHOOKS_WORKER_TOKEN",)
+
+
+def task_folder(task_id: str) -> str:
+    """One path segment for a task id; the original lets a task id hold ``:`` and ``/``.
+
+    A plain identifier is its own folder name. Otherwise ``:`` and ``/`` become
+    ``%3A`` and ``%2F`` (``%`` is never part of a task id, so two ids never
+    share a folder); a name that would grow past :data:`MAX_FOLDER` characters
+    is ``task%<sha256 hex of the id>`` instead (``%`` keeps it apart from every other name).
+    """
+    if re.fullmatch(IDENTIFIER, task_id):
+        return safe_segment(task_id)
+    if not re.fullmatch(TASK_ID, task_id):
+        raise ValueError("not a task id")
+    escaped = task_id.replace(":", "%3A").replace("/", "%2F")
+    if len(escaped) > MAX_FOLDER:
+        return "task%" + hashlib.sha256(task_id.encode("utf-8")).hexdigest()
+    return escaped
 
 
 @dataclass(frozen=True)
@@ -53,8 +77,8 @@ class AttemptLayout:
 
     @property
     def worktree(self) -> Path:
-        """The task worktree the harness runs in."""
-        return self.root / "worktrees" / safe_segment(self.task_id)
+        """The task worktree the harness runs in (one folder, whatever the task id holds)."""
+        return self.root / "worktrees" / task_folder(self.task_id)
 
     @property
     def continuation(self) -> Path:

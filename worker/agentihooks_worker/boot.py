@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentihooks_checkpoint.errors import CheckpointError
-from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
@@ -212,6 +212,9 @@ class Boot:
         if ctx.store is None or reg is None:
             return None
         a = ctx.launch.authority
+        if not is_identifier(a.task_id):  # the original's ``:``/``/`` task ids: no manifest can name them
+            emit(event_line("capture_unavailable", execution_id=a.execution_id, reason="task_id"))
+            return None
         scope = StoreScope(swarm=a.swarm_id, task_id=a.task_id, task_generation=reg.task_generation)
         record = ctx.restored.record
         existing = [s.checkpoint_sequence for s in ctx.store.list_checkpoints(scope)]

@@ -29,7 +29,7 @@ from pathlib import Path
 from agentihooks_checkpoint.archive import ArchiveRefused
 from agentihooks_checkpoint.directive import Continuity, RestoreDirective, RestoreOutcome
 from agentihooks_checkpoint.errors import StoreError
-from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.layout import pointer_key
 from agentihooks_checkpoint.model import CheckpointRecord, Role
 from agentihooks_checkpoint.reasons import Reason
@@ -112,6 +112,8 @@ class Restorer:
         store = require_store(req.store)
         registration, source = req.launch.registration, req.launch.restore_from
         assert registration is not None and source is not None and directive.checkpoint_id is not None
+        if not is_identifier(authority.task_id):  # the original's ``:``/``/`` ids scope no checkpoint
+            raise refusal(Reason.SCOPE_MISMATCH, "the task id cannot name a checkpoint scope")
         scope = StoreScope(
             swarm=authority.swarm_id, task_id=authority.task_id, task_generation=registration.task_generation
         )
