@@ -22,7 +22,7 @@ def ts(at: datetime | None = None) -> str:
 
 
 def container(
-    image: str, state: dict[str, Any], *, ready: bool = False, name: str = "worker"
+    image: str, state: dict[str, Any], *, ready: bool = False, name: str = "agent"
 ) -> dict[str, Any]:
     """One entry of ``containerStatuses`` (or ``initContainerStatuses``) in ``state``."""
     return {

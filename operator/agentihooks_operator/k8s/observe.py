@@ -6,11 +6,17 @@ observed, as ``gone``, and fenced. The image-pull grace is counted from the
 first pass that saw the attempt waiting on a pull failure; that time lives in
 the swarm's ``image-pull-since`` hash (the original keyspace's name), so a
 restarted or new lease holder keeps counting from the same moment.
+
+Pods that carry the swarm's label but another ``controller-owner`` value than
+the original's ``agentihooks-swarm-<slug>`` are foreign (:func:`split_foreign`):
+the pass reports them and never touches them. An attempt whose Pod is foreign
+is observed ``pending`` — never fenced, retired or replaced — until its Pod is
+this swarm's again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +26,7 @@ from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
 from ..recovery.records import AttemptRecord
 from .classify import Verdict, apply_pull_grace, classify
-from .pods import label, pod_name
+from .pods import label, owned_by, pod_name
 
 #: Annotation value that marks a spawn superseded as a legacy specification (replaced fresh).
 SUPERSEDED = (label("superseded"), "legacy-specification")
@@ -57,6 +63,17 @@ class PullGrace:
         return {eid: int(v) for eid, v in zip(failing, answers[-1], strict=True) if v is not None}
 
 
+def split_foreign(
+    pods: Mapping[str, Mapping[str, Any]], swarm: str
+) -> tuple[dict[str, Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
+    """``(ours, foreign)`` by name: foreign Pods lack the swarm's ``controller-owner`` value."""
+    ours: dict[str, Mapping[str, Any]] = {}
+    foreign: dict[str, Mapping[str, Any]] = {}
+    for name, pod in pods.items():
+        (ours if owned_by(pod, swarm) else foreign)[name] = pod
+    return ours, foreign
+
+
 def observe(
     attempts: Iterable[AttemptRecord],
     pods: Mapping[str, Mapping[str, Any]],
@@ -66,11 +83,19 @@ def observe(
     grace_ms: int,
     node_lost_after_s: float,
     now_ms: int,
+    foreign: Collection[str] = frozenset(),
 ) -> list[AttemptObservation]:
-    """One observation per current attempt; ``nodes`` is ``None`` when nodes cannot be listed."""
+    """One observation per current attempt; ``nodes`` is ``None`` when nodes cannot be listed.
+
+    ``foreign`` names Pods another controller owns: an attempt whose Pod is one of
+    them is ``pending`` whatever that Pod shows (it is left alone, never fenced).
+    """
     now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
     verdicts: list[tuple[AttemptRecord, Verdict]] = []
     for attempt in attempts:
+        if pod_name(attempt.execution_id) in foreign:
+            verdicts.append((attempt, Verdict("pending")))
+            continue
         pod = pods.get(pod_name(attempt.execution_id))
         node = None
         if pod is not None and nodes is not None:

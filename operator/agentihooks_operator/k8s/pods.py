@@ -3,13 +3,17 @@
 Each builder takes plain values and returns a dict ready to POST (in the
 style of dask-kubernetes' ``build_*_spec``), so names, labels and mounts can be
 unit-tested without an API server. Names and labels follow the original
-swarm v2 controller: Pod ``swarm-<execution_id>``, ConfigMap
-``swarm-<execution_id>-launch`` mounted at ``/var/run/swarm/launch``, labels
-and annotations under ``swarm.agentihooks.io/``.
+swarm v2 controller: Pod ``swarm-<execution_id>`` with its worker container
+``agent``, ConfigMap ``swarm-<execution_id>-launch`` mounted at
+``/var/run/swarm/launch``, labels and annotations under
+``swarm.agentihooks.io/``. The ``controller-owner`` label is the original's
+``agentihooks-swarm-<slug>`` (the same for every replica); which operator
+process launched the Pod is the ``operator-id`` annotation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +28,10 @@ LAUNCH_DIR = "/var/run/swarm/launch"
 LAUNCH_FILE = "launch.json"
 CREDENTIAL_ENV = "AGENTIHOOKS_WORKER_TOKEN"
 CREDENTIAL_KEY = "token"
+#: The worker container's name (the original's).
+CONTAINER = "agent"
+#: Prefix of the ``controller-owner`` label value: ``agentihooks-swarm-<slug>``.
+OWNER_PREFIX = "agentihooks-swarm-"
 
 
 def pod_name(execution_id: str) -> str:
@@ -42,6 +50,23 @@ def label(key: str) -> str:
     return f"{DOMAIN}/{key}"
 
 
+#: The label whose value says which swarm controller owns a Pod.
+OWNER_LABEL = label("controller-owner")
+#: The annotation naming the operator process (lease holder id) that created an object.
+OPERATOR_ANNOTATION = label("operator-id")
+
+
+def owner_value(swarm: str) -> str:
+    """The original's ``controller-owner`` value for ``swarm``: ``agentihooks-swarm-<slug>``."""
+    return f"{OWNER_PREFIX}{swarm}"
+
+
+def owned_by(obj: Mapping[str, Any], swarm: str) -> bool:
+    """Whether ``obj`` carries this swarm's ``controller-owner`` value (any other value is foreign)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(OWNER_LABEL) == owner_value(swarm)
+
+
 @dataclass(frozen=True)
 class Owner:
     """The Swarm that owns every object of its executions."""
@@ -49,8 +74,13 @@ class Owner:
     name: str
     namespace: str
     uid: str | None
-    #: The operator identity written to the ``controller-owner`` label.
+    #: The operator identity (lease holder id), written to the ``operator-id`` annotation.
     controller: str
+
+    @property
+    def owner_value(self) -> str:
+        """The ``controller-owner`` label value of every object of this swarm."""
+        return owner_value(self.name)
 
     def reference(self) -> list[dict[str, Any]]:
         if not self.uid:
@@ -87,12 +117,13 @@ def _metadata(owner: Owner, ex: Execution, name: str) -> dict[str, Any]:
         "name": name,
         "namespace": owner.namespace,
         "labels": {
-            label("controller-owner"): owner.controller,
+            OWNER_LABEL: owner.owner_value,
             label("execution-id"): ex.execution_id,
             label("generation"): str(ex.generation),
             label("swarm"): owner.name,
             label("task"): ex.task_id,
         },
+        "annotations": {OPERATOR_ANNOTATION: owner.controller},
         "ownerReferences": owner.reference(),
     }
 
@@ -158,6 +189,7 @@ def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, An
     seat = seat_of(spec, ex.seat)
     meta = _metadata(owner, ex, pod_name(ex.execution_id))
     meta["annotations"] = {
+        **meta["annotations"],
         label("seat"): ex.seat,
         label("grant-ref"): ex.grant_id,
         label("controller-epoch"): str(ex.controller_epoch),
@@ -183,7 +215,7 @@ def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, An
             "restartPolicy": "Never",
             "containers": [
                 {
-                    "name": "worker",
+                    "name": CONTAINER,
                     "image": spec.image,
                     "env": env,
                     "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}],

@@ -8,6 +8,11 @@ the Swarm's status (handoff cards and the printer-column counts), and last
 delete what retired attempts left (``cleanup``: their Secret and ConfigMap,
 kept off the path from a failure to its replacement's launch).
 
+A Pod with the swarm's label but a ``controller-owner`` value other than the
+swarm's ``agentihooks-swarm-<slug>`` is foreign: it is counted in the status
+(``foreignPods``), reported once by a ``ForeignPod`` Warning Event on the Swarm
+and a log line, and never fenced, deleted or replaced.
+
 Events are posted by one background thread that holds back while a pass runs
 (checked before every post, so at most one post already in flight overlaps a
 new pass) and flushes its queue in order once the pass is over.
@@ -33,8 +38,8 @@ from .client import KubeClient
 from .crd import API_VERSION, PLURAL
 from .errors import ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
-from .observe import PullGrace, observe
-from .pods import Owner, label
+from .observe import PullGrace, observe, split_foreign
+from .pods import OWNER_LABEL, Owner, label
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
@@ -85,6 +90,8 @@ class SwarmPass:
         self._nodes_allowed = True
         self._last_status: dict[str, Any] | None = None
         self._seen_events: set[str] | None = None
+        #: Foreign Pods already reported (reported again if one goes away and comes back).
+        self._foreign_seen: set[str] = set()
         self._poster = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"events-{owner.name}")
         self._idle = threading.Event()
         self._idle.set()
@@ -141,7 +148,7 @@ class SwarmPass:
         t1 = time.perf_counter()
         nodes = self._reads.submit(self._nodes)
         attempts = self.recovery.current_attempts()
-        pods = self._pods()
+        pods, foreign = split_foreign(self._pods(), self.owner.name)
         observations = observe(
             attempts,
             pods,
@@ -150,6 +157,7 @@ class SwarmPass:
             grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
             node_lost_after_s=self.node_lost_after_s,
             now_ms=self.clock(),
+            foreign=foreign.keys(),
         )
         t2 = time.perf_counter()
         report = self.recovery.reconcile(spec, observations)
@@ -157,7 +165,8 @@ class SwarmPass:
         if report.lease_lost:
             return PassResult(leader=False, observations=observations, report=report)
         self._publish_events(report)
-        status = self._publish_status(spec, observations, report)
+        self._report_foreign(foreign)
+        status = self._publish_status(spec, observations, report, foreign=len(foreign))
         if self._cleanup is not None:  # after the launches: off the failover's critical path
             self._cleanup()
         self.last_pass_seconds = time.perf_counter() - t0
@@ -224,8 +233,27 @@ class SwarmPass:
             msg = f"the recovery request for {refusal.execution_id} was refused: {refusal.reason}"
             self._post(Notice("RequestRefused", msg, execution_id=None, warning=True))
 
+    def _report_foreign(self, foreign: dict[str, Any]) -> None:
+        """One log line and one Warning Event per foreign Pod newly seen; the Pod itself is untouched."""
+        expected = self.owner.owner_value
+        for name in sorted(set(foreign) - self._foreign_seen):
+            value = ((foreign[name].get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL)
+            found = f"controller-owner {value!r}" if value is not None else "no controller-owner label"
+            msg = (
+                f"pod {name} carries the swarm's label but {found} (this swarm's is {expected!r}); "
+                "it is left alone: never fenced, deleted or replaced"
+            )
+            log.warning("swarm %s/%s: %s", self.owner.namespace, self.owner.name, msg)
+            self._post(Notice("ForeignPod", msg, execution_id=None, warning=True))
+        self._foreign_seen = set(foreign)
+
     def _publish_status(
-        self, spec: SwarmSpec, observations: list[AttemptObservation], report: PassReport
+        self,
+        spec: SwarmSpec,
+        observations: list[AttemptObservation],
+        report: PassReport,
+        *,
+        foreign: int = 0,
     ) -> dict[str, Any]:
         cards = [c.model_dump(mode="json", exclude={"outcome"}) for c in self.recovery.cards(spec)]
         awaiting = sum(1 for c in cards if c.get("binding") == "awaiting decision")
@@ -241,6 +269,8 @@ class SwarmPass:
             "held": max(sum(1 for c in cards if c.get("held")), len(set(report.held))),
             "paused": report.paused,
             "controllerEpoch": report.epoch,
+            # Pods with the swarm's label but another controller-owner value (left alone)
+            "foreignPods": foreign,
             "handoffs": cards,
         }
         if status != self._last_status:

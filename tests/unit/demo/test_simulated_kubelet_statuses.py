@@ -17,7 +17,7 @@ IMAGE = "ghcr.io/agentihooks/worker:2.1.0"
 
 def pod(status: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": "swarm-exe-1", "namespace": "default", "annotations": annotations or {}}
-    spec = {"nodeName": podstatus.NODE, "containers": [{"name": "worker", "image": IMAGE}]}
+    spec = {"nodeName": podstatus.NODE, "containers": [{"name": "agent", "image": IMAGE}]}
     return {"metadata": meta, "spec": spec, "status": status}
 
 

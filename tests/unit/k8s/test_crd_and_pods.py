@@ -101,13 +101,14 @@ def test_pod_names_labels_and_annotations() -> None:
     assert meta["name"] == f"swarm-{EX.execution_id}"
     assert meta["namespace"] == "team-a"
     assert meta["labels"] == {
-        "swarm.agentihooks.io/controller-owner": "op-1",
+        "swarm.agentihooks.io/controller-owner": "agentihooks-swarm-example",
         "swarm.agentihooks.io/execution-id": EX.execution_id,
         "swarm.agentihooks.io/generation": "2",
         "swarm.agentihooks.io/swarm": "example",
         "swarm.agentihooks.io/task": "t-1",
     }
     assert meta["annotations"] == {
+        "swarm.agentihooks.io/operator-id": "op-1",
         "swarm.agentihooks.io/seat": "eng-1",
         "swarm.agentihooks.io/grant-ref": "grant-1",
         "swarm.agentihooks.io/controller-epoch": "7",
@@ -118,6 +119,7 @@ def test_pod_names_labels_and_annotations() -> None:
     assert pod["spec"]["restartPolicy"] == "Never"
     kubernetes_validate.validate(pod, "1.35.0", strict=True)
     container = pod["spec"]["containers"][0]
+    assert container["name"] == "agent"
     assert container["volumeMounts"][0]["mountPath"] == "/var/run/swarm/launch"
     token_env = next(e for e in container["env"] if e["name"] == "AGENTIHOOKS_WORKER_TOKEN")
     assert token_env["valueFrom"]["secretKeyRef"]["name"] == f"swarm-{EX.execution_id}-credential"
