@@ -41,9 +41,12 @@ async def test_two_operators_one_acts_the_other_changes_nothing(
         passes = {m["config"].operator_id: m["passes"][("default", "example")] for m in (a, b)}
         last = {m["config"].operator_id: m["results"][("default", "example")] for m in (a, b)}
 
-    leader = first["metadata"]["labels"]["swarm.agentihooks.io/controller-owner"]
+    leader = first["metadata"]["annotations"]["swarm.agentihooks.io/operator-id"]
     other = "op-b" if leader == "op-a" else "op-a"
-    assert second["metadata"]["labels"]["swarm.agentihooks.io/controller-owner"] == leader
+    assert second["metadata"]["annotations"]["swarm.agentihooks.io/operator-id"] == leader
+    assert {p["metadata"]["labels"]["swarm.agentihooks.io/controller-owner"] for p in (first, second)} == {
+        "agentihooks-swarm-example"
+    }
     assert passes[other].recovery.writes_applied == 0
     assert passes[leader].recovery.writes_applied > 0
     assert last[leader].leader and not last[other].leader
