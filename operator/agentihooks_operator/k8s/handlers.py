@@ -31,10 +31,10 @@ from ..recovery import HttpBrokers, LeaseLost, Recovery
 from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
-from .client import KubeClient
+from .client import KubeClient, follow_kubeconfig_env
 from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
-from .errors import ApiError, InvalidSwarm
+from .errors import ApiError, InvalidSwarm, NoCredentials
 from .launcher import KubernetesLauncher
 from .leftovers import RedisLeftovers
 from .pods import DOMAIN, Owner
@@ -53,13 +53,6 @@ def parse_spec(raw: Any) -> SwarmSpec:
         raise InvalidSwarm("invalid Swarm spec: " + "; ".join(parts)) from e
 
 
-def _connection(settings: kopf.OperatorSettings) -> Any:
-    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
-    if info is None:
-        raise kopf.LoginError("no service account and no kubeconfig: cannot reach the Kubernetes API")
-    return info
-
-
 def _redis_clock(client: redis.Redis) -> Callable[[], int]:
     def now_ms() -> int:
         seconds, micros = client.time()
@@ -69,8 +62,10 @@ def _redis_clock(client: redis.Redis) -> Callable[[], int]:
 
 
 @kopf.on.login()
-def login(settings: kopf.OperatorSettings, **_: Any) -> Any:
-    return _connection(settings)
+def login(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> Any:
+    """kopf logs in through the ``kubernetes`` package, as the operator's own client does (any kubeconfig)."""
+    follow_kubeconfig_env()
+    return kopf.login_via_client(logger=logger, settings=settings)
 
 
 @kopf.on.startup()
@@ -83,9 +78,10 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     if memo.get("redis") is None:
         memo["redis"] = connect_redis(config)
     if memo.get("kube") is None:
-        memo["kube"] = KubeClient.from_connection(
-            _connection(settings), agent=f"agentihooks-operator/{config.operator_id}"
-        )
+        try:
+            memo["kube"] = KubeClient.from_environment(agent=f"agentihooks-operator/{config.operator_id}")
+        except NoCredentials as e:
+            raise kopf.LoginError(str(e)) from e
     if memo.get("clock") is None:
         memo["clock"] = _redis_clock(memo["redis"])
     if memo.get("catalog") is None:
