@@ -68,3 +68,25 @@ def s3_bucket(s3_endpoint: str, request: pytest.FixtureRequest) -> Iterator[str]
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
     s3.create_bucket(Bucket=name)
     yield name
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One real control plane (etcd + kube-apiserver + kube-controller-manager) for the session, with
+    the chart's Swarm CRD applied. Tests isolate themselves by namespace (``real_cluster``)."""
+    from testsupport.controlplane import control_plane as start
+    from testsupport.node import keep_node_alive
+    from testsupport.realcluster import install_crd
+
+    with start(tmp_path_factory.mktemp("control-plane")) as plane:
+        install_crd(plane)
+        stop = keep_node_alive(plane, "steady-node")
+        yield plane
+        stop()
+
+
+@pytest.fixture(scope="session")
+def session_helm(tmp_path_factory: pytest.TempPathFactory) -> object:
+    from testsupport.helm import make_helm
+
+    return make_helm(tmp_path_factory.mktemp("helm"))

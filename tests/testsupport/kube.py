@@ -195,7 +195,7 @@ async def running_operator(
     config = OperatorConfig(
         redis_url=redis_url,
         operator_id=operator_id,
-        namespaces="default",
+        namespaces=getattr(cluster, "namespace", "default"),
         scan_namespaces=False,
         lease_ms=lease_ms,
         node_lost_after_seconds=node_lost_after_seconds,
@@ -214,7 +214,11 @@ async def running_operator(
         try:
             asyncio.run(
                 kopf.operator(
-                    standalone=True, namespaces=["default"], memo=memo, stop_flag=stop, ready_flag=ready
+                    standalone=True,
+                    namespaces=[config.namespaces],
+                    memo=memo,
+                    stop_flag=stop,
+                    ready_flag=ready,
                 )
             )
         except BaseException as e:  # surfaced to the test below
@@ -263,7 +267,7 @@ async def operator_process(
         "KUBECONFIG": str(cluster.kubeconfig),
         "AGENTIHOOKS_REDIS_URL": redis_url,
         "AGENTIHOOKS_OPERATOR_ID": operator_id,
-        "AGENTIHOOKS_NAMESPACES": "default",
+        "AGENTIHOOKS_NAMESPACES": getattr(cluster, "namespace", "default"),
         "AGENTIHOOKS_SCAN_NAMESPACES": "false",
         "AGENTIHOOKS_LEASE_MS": str(lease_ms),
         "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",

@@ -33,6 +33,14 @@ CONTAINER = "agent"
 #: Prefix of the ``controller-owner`` label value: ``agentihooks-swarm-<slug>``.
 OWNER_PREFIX = "agentihooks-swarm-"
 
+#: Pod and container security defaults that Pod Security Admission's ``restricted`` level admits.
+POD_SECURITY: dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+}
+
 
 def pod_name(execution_id: str) -> str:
     return f"swarm-{execution_id}"
@@ -213,11 +221,15 @@ def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, An
         "metadata": meta,
         "spec": {
             "restartPolicy": "Never",
+            # The worker never talks to the Kubernetes API; its credential is the per-execution token.
+            "automountServiceAccountToken": False,
+            "securityContext": dict(POD_SECURITY),
             "containers": [
                 {
                     "name": CONTAINER,
                     "image": spec.image,
                     "env": env,
+                    "securityContext": dict(CONTAINER_SECURITY),
                     "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}],
                 }
             ],

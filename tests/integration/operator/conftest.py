@@ -1,9 +1,13 @@
-"""Fixtures of the operator tests: an emulated Kubernetes API with a kubelet, and a Swarm spec.
+"""Fixtures of the operator tests: a namespace of the real control plane, a simulated kubelet, a spec.
 
-Every test's cluster records the API calls the operator made. Each call must
-be listed in ``observed-api-calls.json`` (the Helm chart's RBAC is checked
-against that file), so a new kind of call fails the test that made it. Run
-with ``AGENTIHOOKS_RECORD_API_CALLS=1`` to rewrite the file from a full run.
+Each test gets its own namespace (Pod Security ``restricted``) on the
+session's real control plane, the chart's RBAC rendered for it, and an
+operator identity that holds nothing else. The API server's audit log says
+which calls that identity made: none may have been refused (a 403 means the
+chart lacks a rule), and each must be listed in ``observed-api-calls.json``
+(the Helm chart's RBAC is checked against that file: nothing missing, nothing
+extra), so a new kind of call fails the test that made it. Run with
+``AGENTIHOOKS_RECORD_API_CALLS=1`` to rewrite the file from a full run.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testsupport.kube import Cluster, emulated_cluster
-from testsupport.kubelet import Kubelet
+from testsupport.controlplane import ControlPlane
+from testsupport.helm import Helm
+from testsupport.node import RealKubelet
+from testsupport.realcluster import RealCluster
 
 CALLS_FILE = Path(__file__).with_name("observed-api-calls.json")
 RECORDING = os.environ.get("AGENTIHOOKS_RECORD_API_CALLS") == "1"
@@ -38,26 +44,33 @@ def _write_recorded_calls() -> Iterator[None]:
         ]
         doc = {
             "about": "Every (API group, resource, verb) the operator used in tests/integration/operator, "
-            "recorded from the emulated API server; the Helm chart's RBAC must grant exactly these.",
+            "recorded from the real API server's audit log; the Helm chart's RBAC must grant exactly these.",
             "calls": rows,
         }
         CALLS_FILE.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with emulated_cluster(tmp_path) as c:
+async def cluster(
+    control_plane: ControlPlane, session_helm: Helm, tmp_path: Path
+) -> AsyncIterator[RealCluster]:
+    c = RealCluster.create(control_plane, session_helm, tmp_path)
+    try:
         yield c
         used = c.operator_calls()
         _SEEN.update(used)
+        denied = sorted(c.denied_calls())
+        assert not denied, f"the chart's RBAC refused the operator: {denied}"
         if not RECORDING:
             unlisted = sorted(used - listed_calls())
             assert not unlisted, f"API calls not in {CALLS_FILE.name}: {unlisted}"
+    finally:
+        await c.close()
 
 
 @pytest.fixture
-async def kubelet(cluster: Cluster) -> AsyncIterator[Kubelet]:
-    k = Kubelet(cluster.url)
+async def kubelet(cluster: RealCluster) -> AsyncIterator[RealKubelet]:
+    k = RealKubelet(cluster.plane, cluster.namespace)
     yield k
     await k.close()
 

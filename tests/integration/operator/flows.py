@@ -11,8 +11,9 @@ from agentihooks_checkpoint.launch import LaunchRecord
 from agentihooks_operator.recovery import FenceRecord, Recovery
 from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 NODE = "kind-worker"
 
@@ -79,13 +80,19 @@ async def replacement(cluster: Cluster, swarm: str, generation: int) -> dict[str
 
 
 async def launch_record(cluster: Cluster, execution_id: str) -> LaunchRecord:
-    cm = await cluster.get(f"/api/v1/namespaces/default/configmaps/swarm-{execution_id}-launch")
+    cm = await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/swarm-{execution_id}-launch")
     assert cm is not None, "the launch ConfigMap exists"
     return LaunchRecord.model_validate(json.loads(cm["data"]["launch.json"]))
 
 
 async def pod_gone(cluster: Cluster, execution_id: str) -> bool:
-    return await cluster.get(f"/api/v1/namespaces/default/pods/swarm-{execution_id}") is None
+    return await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/pods/swarm-{execution_id}") is None
+
+
+async def pod_deleted(cluster: Cluster, execution_id: str) -> bool:
+    """Gone, or its deletion under way (a Pod on a lost node stays Terminating until the node returns)."""
+    pod = await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/pods/swarm-{execution_id}")
+    return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
 
 
 async def event_reasons(cluster: Cluster, kind: str, name: str) -> list[str]:

@@ -1,7 +1,11 @@
 """One end-to-end scenario per failure reason: failure → fence → decision → exactly one replacement.
 
-The real operator runs against the emulated API and the real Redis; the
-kubelet fixture applies each failure the way a cluster reports it. With no
+The real operator runs against the real control plane and the real Redis; the
+kubelet fixture applies each failure the way a cluster reports it: container
+states through the status subresource, evictions through the Eviction API,
+and node loss by a kubelet that stops renewing its Lease (kube-controller-
+manager's node lifecycle controller marks the Node NotReady, taints it and
+evicts its Pods, which stay Terminating on the silent node). With no
 checkpoint store every failure waits for a decision; the test records the
 choice the way the CLI does, and the operator applies it on its next pass.
 """
@@ -13,8 +17,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 from agentihooks_checkpoint.directive import Continuity
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually, running_operator
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import (
@@ -25,7 +30,7 @@ from .flows import (
     fenced,
     has_events,
     launch_record,
-    pod_gone,
+    pod_deleted,
     replacement,
     running_seat,
 )
@@ -44,8 +49,12 @@ async def _delete_node(kubelet: Kubelet, pod: str) -> None:
     await kubelet.delete_node(NODE)
 
 
-async def _node_not_ready(kubelet: Kubelet, pod: str) -> None:
-    await kubelet.put_node(NODE, ready="Unknown", since=kl.long_ago(300))
+async def _node_silent(kubelet: Kubelet, pod: str) -> None:
+    await kubelet.put_node(NODE, ready="Unknown")
+
+
+async def _evict(kubelet: Kubelet, pod: str) -> None:
+    await kubelet.evict(pod)
 
 
 async def _delete_pod(kubelet: Kubelet, pod: str) -> None:
@@ -56,11 +65,10 @@ SCENARIOS: list[tuple[str, Failure, str]] = [
     ("oom-137", _status(kl.oom_killed), "oom_killed"),
     ("oom-exit-0-succeeded", _status(lambda: kl.oom_killed(exit_code=0, phase="Succeeded")), "oom_killed"),
     ("evicted", _status(kl.evicted), "evicted"),
-    ("eviction-api", _status(lambda: kl.disruption("EvictionByEvictionAPI")), "evicted"),
+    ("eviction-api", _evict, "evicted"),
     ("node-lost", _status(kl.node_lost_status), "node_lost"),
     ("node-deleted", _delete_node, "node_lost"),
-    ("node-not-ready", _node_not_ready, "node_lost"),
-    ("taint-manager", _status(lambda: kl.disruption("DeletionByTaintManager")), "node_lost"),
+    ("node-silent-taint-eviction", _node_silent, "node_lost"),
     ("application-exit", _status(lambda: kl.application_exit(70)), "application_exit"),
     ("pod-deleted", _delete_pod, "node_lost"),
 ]
@@ -88,7 +96,7 @@ async def test_failure_is_fenced_and_replaced_once(
             what="both releases recorded in the fence",
         )
         assert released
-        await eventually(lambda: pod_gone(cluster, lost), what="fenced Pod deleted")
+        await eventually(lambda: pod_deleted(cluster, lost), what="fenced Pod deleted")
         await eventually(lambda: _status_is(cluster, awaitingDecision=1), what="awaiting decision")
         swarm = await cluster.swarm("example")
         card = swarm["status"]["handoffs"][0]
@@ -105,7 +113,9 @@ async def test_failure_is_fenced_and_replaced_once(
         assert launch.authority.seat_id == "eng-1"
         assert launch.restore is not None and launch.restore.recovery is Continuity.FRESH
         assert launch.registration is not None and launch.registration.compatibility_key == "2.1.0"
-        assert await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{eid(second)}-credential")
+        assert await cluster.get(
+            f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{eid(second)}-credential"
+        )
         await running_seat(cluster, kubelet, "example", generation=2)
         await eventually(
             lambda: _status_is(cluster, running=1, awaitingDecision=0), what="replacement running"

@@ -9,8 +9,9 @@ import redis
 from agentihooks_operator.k8s.observe import pull_since_key
 from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually, running_operator
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import choose, eid, fence, fenced, launch_record, replacement

@@ -1,5 +1,5 @@
-"""The Kubernetes launcher against the emulated API: idempotent creates, credential refresh, retire and
-the deferred cleanup of a retired attempt's Secret and ConfigMap."""
+"""The Kubernetes launcher against the real API server, as the operator's identity: idempotent creates,
+credential refresh, retire and the deferred cleanup of a retired attempt's Secret and ConfigMap."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from agentihooks_operator.recovery import LaunchPlan
 from agentihooks_operator.recovery.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import SecretStr
-from testsupport.kube import Cluster
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 
@@ -38,9 +38,9 @@ def _plan(token: str = "tok-new") -> LaunchPlan:
 
 
 def _launcher(cluster: Cluster, leftovers: Leftovers | None = None) -> tuple[KubernetesLauncher, KubeClient]:
-    kube = KubeClient(cluster.url, agent="agentihooks-operator/test")
+    kube: KubeClient = cluster.operator_client()
     spec = SwarmSpec.model_validate(swarm_spec())
-    owner = Owner(name="example", namespace="default", uid="uid-1", controller="op-a")
+    owner = Owner(name="example", namespace=cluster.namespace, uid=None, controller="op-a")
     return KubernetesLauncher(kube, owner, lambda: spec, leftovers=leftovers), kube
 
 
@@ -66,17 +66,17 @@ async def test_repeated_launch_is_observed_not_duplicated(cluster: Cluster) -> N
 async def test_a_secret_left_by_a_crashed_launch_gets_the_new_credential(cluster: Cluster) -> None:
     launcher, kube = _launcher(cluster)
     r = await cluster.http.post(
-        "/api/v1/namespaces/default/secrets",
+        f"/api/v1/namespaces/{cluster.namespace}/secrets",
         json={
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": f"swarm-{EID}-credential", "namespace": "default"},
+            "metadata": {"name": f"swarm-{EID}-credential", "namespace": cluster.namespace},
             "stringData": {"token": "tok-old"},
         },
     )
     r.raise_for_status()
     assert await asyncio.to_thread(launcher.launch, _plan("tok-new")) == "created"
-    secret = await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{EID}-credential")
+    secret = await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{EID}-credential")
     assert secret is not None and _token(secret) == "tok-new"
     launcher.close()
     kube.close()
@@ -92,11 +92,11 @@ async def test_retire_deletes_the_pod_and_leaves_secret_and_configmap_to_the_cle
     assert await asyncio.to_thread(launcher.exists, EID) is False
     left = (f"secrets/swarm-{EID}-credential", f"configmaps/swarm-{EID}-launch")
     for path in left:
-        assert await cluster.get(f"/api/v1/namespaces/default/{path}") is not None
+        assert await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/{path}") is not None
     assert await asyncio.to_thread(launcher.clean_leftovers) == [EID]
     assert await asyncio.to_thread(launcher.clean_leftovers) == []
     for path in (f"pods/swarm-{EID}", *left):
-        assert await cluster.get(f"/api/v1/namespaces/default/{path}") is None
+        assert await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/{path}") is None
     assert cluster.count("delete", "secrets", f"swarm-{EID}") == 1
     assert cluster.count("delete", "configmaps", f"swarm-{EID}") == 1
     launcher.close()

@@ -21,8 +21,9 @@ from agentihooks_operator.k8s.leftovers import leftovers_key
 from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.checkpoints import build_checkpoint
-from testsupport.kube import Cluster, eventually, operator_process
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, operator_process
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import eid, fenced, replacement, running_seat
@@ -65,9 +66,9 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
     # Killed after the launch: the replacement exists, the fenced Pod is gone, its objects are left.
     assert (await fenced(redis_url, "example", lost)).reason == "oom_killed"
     second = await replacement(cluster, "example", 2)
-    secret = f"/api/v1/namespaces/default/secrets/swarm-{lost}-credential"
-    configmap = f"/api/v1/namespaces/default/configmaps/swarm-{lost}-launch"
-    assert await cluster.get(f"/api/v1/namespaces/default/pods/swarm-{lost}") is None
+    secret = f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{lost}-credential"
+    configmap = f"/api/v1/namespaces/{cluster.namespace}/configmaps/swarm-{lost}-launch"
+    assert await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/pods/swarm-{lost}") is None
     assert await cluster.get(secret) is not None and await cluster.get(configmap) is not None
     assert client.smembers(leftovers_key(keys)) == {lost.encode()}
     assert cluster.count("delete", "secrets", f"swarm-{lost}") == 0
@@ -89,5 +90,8 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
     assert cluster.count("delete", "secrets", f"swarm-{lost}") == 1
     assert cluster.count("delete", "configmaps", f"swarm-{lost}") == 1
     assert cluster.count("create", "pods", f"swarm-{eid(second)}") == 1
-    assert await cluster.get(f"/api/v1/namespaces/default/secrets/swarm-{eid(second)}-credential") is not None
+    assert (
+        await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{eid(second)}-credential")
+        is not None
+    )
     client.close()

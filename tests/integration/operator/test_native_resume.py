@@ -16,8 +16,9 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from testsupport import kubelet as kl
 from testsupport.checkpoints import build_checkpoint
-from testsupport.kube import Cluster, eventually, running_operator
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import eid, fenced, has_events, launch_record, replacement, running_seat
@@ -44,7 +45,9 @@ async def test_oom_killed_attempt_resumes_natively(
             compatibility_key="2.1.0",
         )
         assert built.session_id is not None
-        runner = await eventually(lambda: memo["passes"].get(("default", "example")), what="swarm pass")
+        runner = await eventually(
+            lambda: memo["passes"].get((cluster.namespace, "example")), what="swarm pass"
+        )
         await asyncio.to_thread(runner.recovery.report_session, lost, built.session_id)
 
         await kubelet.set_status(first["metadata"]["name"], kl.oom_killed())

@@ -16,8 +16,9 @@ import pytest
 import redis
 from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually, operator_process
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, operator_process
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import choose, eid, fence, fenced, launch_record, replacement, running_seat
@@ -70,7 +71,9 @@ async def test_killed_mid_recovery_then_taken_over(
     assert record.released == ["grant", "account"]
     assert client.hget(keys.account_slots, lost) == b"ended"
     assert json.loads(client.hget(keys.launch_grants, lost))["state"] == "revoked"
-    assert await cluster.get(f"/api/v1/namespaces/default/pods/{first['metadata']['name']}") is None
+    assert (
+        await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/pods/{first['metadata']['name']}") is None
+    )
     pods = await cluster.pods("example")
     assert [p["metadata"]["name"] for p in pods] == [second["metadata"]["name"]]
     assert cluster.count("create", "pods", f"swarm-{eid(second)}") == 1

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually, running_operator
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 from .flows import eid, fence, running_seat

@@ -10,8 +10,9 @@ import asyncio
 from pathlib import Path
 
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, eventually, running_operator
-from testsupport.kubelet import Kubelet
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
 from testsupport.redis_server import RedisServer
 
 from .conftest import swarm_spec
@@ -36,10 +37,12 @@ async def test_two_operators_one_acts_the_other_changes_nothing(
         await running_seat(cluster, kubelet, "example", generation=2)
         # Both replicas keep passing for a while with the seat settled.
         for memo in (a, b):
-            await eventually(lambda m=memo: ("default", "example") in m["passes"], what="both replicas pass")
+            await eventually(
+                lambda m=memo: (cluster.namespace, "example") in m["passes"], what="both replicas pass"
+            )
         await asyncio.sleep(1.0)
-        passes = {m["config"].operator_id: m["passes"][("default", "example")] for m in (a, b)}
-        last = {m["config"].operator_id: m["results"][("default", "example")] for m in (a, b)}
+        passes = {m["config"].operator_id: m["passes"][(cluster.namespace, "example")] for m in (a, b)}
+        last = {m["config"].operator_id: m["results"][(cluster.namespace, "example")] for m in (a, b)}
 
     leader = first["metadata"]["annotations"]["swarm.agentihooks.io/operator-id"]
     other = "op-b" if leader == "op-a" else "op-a"

@@ -1,18 +1,39 @@
-"""An invalid Swarm spec becomes a status condition and a permanent handler error; nothing launches."""
+"""An invalid Swarm spec is refused: by the API server where the CRD schema can say so (a 422 naming
+each field), otherwise by the operator as a status condition and a permanent handler error. Either way
+nothing launches."""
 
 from __future__ import annotations
 
 import asyncio
 
-from testsupport.kube import Cluster, eventually, running_operator
+from testsupport.kube import eventually, running_operator
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
 
 
-async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster, redis_url: str) -> None:
+async def test_the_api_server_refuses_a_spec_the_schema_rules_out(cluster: Cluster) -> None:
     bad = swarm_spec()
     bad["harness"]["name"] = "gemini"
     bad["seats"][0]["name"] = "Not_A_Seat"
+    r = await cluster.http.post(
+        f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms",
+        json={
+            "apiVersion": "agentihooks.io/v1alpha1",
+            "kind": "Swarm",
+            "metadata": {"name": "x"},
+            "spec": bad,
+        },
+    )
+    assert r.status_code == 422
+    fields = {c["field"] for c in r.json()["details"]["causes"]}
+    assert fields == {"spec.harness.name", "spec.seats[0].name"}
+    assert await cluster.get(f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/x") is None
+
+
+async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster, redis_url: str) -> None:
+    bad = swarm_spec(seats=2)
+    bad["seats"][1]["name"] = bad["seats"][0]["name"]  # the schema cannot say "unique"; the operator can
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("broken", bad)
 
@@ -22,16 +43,15 @@ async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster
 
         cond = await eventually(condition, what="SpecValid condition")
         assert cond["status"] == "False"
-        assert "harness.name" in cond["message"]
-        assert "seats.0.name" in cond["message"]
+        assert "seat names must be unique" in cond["message"]
         await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
         assert await cluster.pods() == []
         assert cluster.count("create", "pods") == 0
 
 
 async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str) -> None:
-    bad = swarm_spec()
-    bad["recovery"]["passIntervalSeconds"] = 0
+    bad = swarm_spec(seats=2)
+    bad["seats"][1]["name"] = bad["seats"][0]["name"]
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("later", bad)
 
@@ -41,8 +61,8 @@ async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str
 
         await eventually(lambda: valid("False"), what="SpecValid False")
         r = await cluster.http.patch(
-            "/apis/agentihooks.io/v1alpha1/namespaces/default/swarms/later",
-            json={"spec": {"recovery": {"passIntervalSeconds": 0.3}}},
+            f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/later",
+            json={"spec": {"seats": bad["seats"][:1]}},
             headers={"Content-Type": "application/merge-patch+json"},
         )
         r.raise_for_status()

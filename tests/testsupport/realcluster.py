@@ -1,0 +1,268 @@
+"""A test's slice of the real control plane: its own namespace, the chart's RBAC, the operator's identity.
+
+Each test gets a namespace that enforces Pod Security ``restricted`` and a
+release of the chart's RBAC objects rendered by ``helm template`` (the
+ServiceAccount, the Role and RoleBinding of the watched namespace, the
+ClusterRole for Nodes and its binding) applied by the admin. The operator
+then runs with a kubeconfig that holds only a TokenRequest token of that
+ServiceAccount, so every call it makes is authorized by the chart's rules and
+nothing else: a missing verb is a real 403. The audit log tells which calls
+the operator made (by identity), which is what the RBAC test compares with
+the chart. :class:`RealCluster` offers the same helpers as the emulator's
+``Cluster`` so scenarios run on either.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from .controlplane import ControlPlane, write_kubeconfig
+from .helm import CHART, Helm
+
+SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
+CRD_FILE = CHART / "crds" / "swarms.agentihooks.io.yaml"
+RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+RESTRICTED = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+}
+
+_COLLECTIONS = {
+    "Namespace": "/api/v1/namespaces",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Secret": "/api/v1/namespaces/{ns}/secrets",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+}
+
+
+def collection(doc: dict[str, Any], namespace: str | None = None) -> str:
+    ns = (doc.get("metadata") or {}).get("namespace") or namespace or "default"
+    return _COLLECTIONS[doc["kind"]].format(ns=ns)
+
+
+def apply(http: httpx.Client, doc: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    """Create ``doc``, or replace it when it exists (what ``kubectl apply`` amounts to here)."""
+    path = collection(doc, namespace)
+    r = http.post(path, json=doc)
+    if r.status_code == 409:
+        name = doc["metadata"]["name"]
+        current = http.get(f"{path}/{name}").json()
+        doc = {
+            **doc,
+            "metadata": {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
+        }
+        r = http.put(f"{path}/{name}", json=doc)
+    if r.status_code >= 400:
+        raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {r.status_code} {r.text}")
+    return dict(r.json())
+
+
+def install_crd(plane: ControlPlane) -> None:
+    """Apply the chart's Swarm CRD and wait until the API server serves it."""
+    doc = yaml.safe_load(CRD_FILE.read_text())
+    with plane.client() as http:
+        apply(http, doc)
+        name = doc["metadata"]["name"]
+        deadline = time.monotonic() + 30
+        while True:
+            conds = (http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()).get(
+                "status", {}
+            ).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("the Swarm CRD was never Established")
+            time.sleep(0.1)
+        while http.get(SWARMS.format(ns="default")).status_code != 200:
+            time.sleep(0.1)
+
+
+def create_namespace(plane: ControlPlane, name: str, *, restricted: bool = True) -> None:
+    """A namespace (Pod Security ``restricted`` enforced) with its default ServiceAccount made."""
+    labels = dict(RESTRICTED) if restricted else {}
+    with plane.client() as http:
+        apply(http, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        deadline = time.monotonic() + 30
+        while http.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").status_code != 200:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no default ServiceAccount in {name}")
+            time.sleep(0.1)
+
+
+def chart_rbac(helm: Helm, release: str, namespace: str, values: dict[str, Any] | None = None) -> list[dict]:
+    """The chart's RBAC objects for a release in ``namespace`` watching that namespace."""
+    res = helm.run(
+        "template",
+        release,
+        str(CHART),
+        "--namespace",
+        namespace,
+        "--set",
+        f"rbac.watchNamespaces={{{namespace}}}",
+        *[a for k, v in (values or {}).items() for a in ("--set", f"{k}={v}")],
+    )
+    if res.returncode != 0:
+        raise AssertionError(f"helm template failed: {res.stderr}")
+    return [d for d in res.docs() if d.get("kind") in RBAC_KINDS]
+
+
+def service_account_token(plane: ControlPlane, namespace: str, name: str, seconds: int = 7200) -> str:
+    """A token for the ServiceAccount from the TokenRequest API (what a projected volume holds)."""
+    with plane.client() as http:
+        r = http.post(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            json={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": seconds},
+            },
+        )
+        r.raise_for_status()
+        return str(r.json()["status"]["token"])
+
+
+class RealCluster:
+    """What the operator scenarios need of a cluster, on the real control plane."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        namespace: str,
+        kubeconfig: Path,
+        user: str,
+        rbac: list[dict[str, Any]],
+        token: str,
+    ) -> None:
+        self.plane = plane
+        self.namespace = namespace
+        self.url = plane.url
+        self.kubeconfig = kubeconfig
+        self.operator_user = user
+        self.rbac = rbac
+        #: The operator's ServiceAccount token (what its kubeconfig holds).
+        self.token = token
+        self.http = plane.async_client()
+
+    @classmethod
+    def create(cls, plane: ControlPlane, helm: Helm, workdir: Path, prefix: str = "t") -> RealCluster:
+        namespace = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        create_namespace(plane, namespace)
+        release = f"r{uuid.uuid4().hex[:6]}"
+        docs = chart_rbac(helm, release, namespace)
+        with plane.client() as http:
+            for doc in docs:
+                apply(http, doc, namespace)
+        account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
+        token = service_account_token(plane, namespace, account)
+        config = write_kubeconfig(workdir / "operator.kubeconfig", plane.url, plane.ca.cert, token=token)
+        return cls(plane, namespace, config, f"system:serviceaccount:{namespace}:{account}", docs, token)
+
+    def operator_client(self, agent: str = "agentihooks-operator/test") -> Any:
+        """The operator's own Kubernetes client, logged in as the operator's identity."""
+        from agentihooks_operator.k8s.client import KubeClient
+
+        return KubeClient(self.url, token=self.token, ca_path=str(self.plane.ca.cert), agent=agent)
+
+    async def close(self) -> None:
+        """Delete the namespace (its objects go with it) and the release's cluster-scoped RBAC."""
+        for doc in self.rbac:
+            if doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+                await self.http.delete(f"{collection(doc)}/{doc['metadata']['name']}")
+        await self.http.delete(f"/api/v1/namespaces/{self.namespace}")
+        await self.http.aclose()
+
+    # -- audit -----------------------------------------------------------------------------------
+    def _operator_events(self) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.plane.audit_events()
+            if (e.get("user") or {}).get("username") == self.operator_user
+        ]
+
+    @staticmethod
+    def _call(event: dict[str, Any]) -> tuple[str, str, str]:
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        return str(event["verb"]), str(ref.get("apiGroup") or ""), resource
+
+    def operator_calls(self) -> set[tuple[str, str, str]]:
+        """(verb, group, resource) of every request the operator's identity made."""
+        return {self._call(e) for e in self._operator_events() if e.get("objectRef")}
+
+    def denied_calls(self) -> set[tuple[str, str, str]]:
+        """The operator's requests that RBAC refused (403)."""
+        return {
+            self._call(e)
+            for e in self._operator_events()
+            if e.get("objectRef") and (e.get("responseStatus") or {}).get("code") == 403
+        }
+
+    def calls_by(self, agent: str) -> list[tuple[str, str, str]]:
+        return [
+            self._call(e)
+            for e in self._operator_events()
+            if e.get("objectRef") and str(e.get("userAgent") or "").startswith(agent)
+        ]
+
+    def count(self, verb: str, resource: str, name_prefix: str = "") -> int:
+        n = 0
+        for e in self._operator_events():
+            ref = e.get("objectRef") or {}
+            call = self._call(e)
+            if call[0] == verb and call[2] == resource and str(ref.get("name") or "").startswith(name_prefix):
+                n += 1
+        return n
+
+    # -- objects ---------------------------------------------------------------------------------
+    async def create_swarm(
+        self, name: str, spec: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        ns = namespace or self.namespace
+        body = {
+            "apiVersion": "agentihooks.io/v1alpha1",
+            "kind": "Swarm",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec,
+        }
+        r = await self.http.post(SWARMS.format(ns=ns), json=body)
+        if r.status_code >= 400:
+            raise AssertionError(f"Swarm {name} refused: {r.status_code} {r.text}")
+        return dict(r.json())
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        r = await self.http.get(path.replace("/namespaces/default/", f"/namespaces/{self.namespace}/"))
+        if r.status_code == 404:
+            return None
+        r.raise_for_status()
+        return dict(r.json())
+
+    async def swarm(self, name: str, namespace: str | None = None) -> dict[str, Any]:
+        found = await self.get(SWARMS.format(ns=namespace or self.namespace) + f"/{name}")
+        assert found is not None
+        return found
+
+    async def items(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        r = await self.http.get(f"/api/v1/namespaces/{namespace or self.namespace}/{resource}")
+        r.raise_for_status()
+        return list(r.json()["items"])
+
+    async def pods(self, swarm: str | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
+        params = {"labelSelector": f"swarm.agentihooks.io/swarm={swarm}"} if swarm else None
+        r = await self.http.get(f"/api/v1/namespaces/{namespace or self.namespace}/pods", params=params)
+        r.raise_for_status()
+        pods = [p for p in r.json()["items"] if "deletionTimestamp" not in p["metadata"]]
+        return sorted(pods, key=lambda p: int(p["metadata"]["labels"]["swarm.agentihooks.io/generation"]))
+
+    async def events(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return await self.items("events", namespace)
