@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -90,3 +90,29 @@ def session_helm(tmp_path_factory: pytest.TempPathFactory) -> object:
     from testsupport.helm import make_helm
 
     return make_helm(tmp_path_factory.mktemp("helm"))
+
+
+@pytest.fixture
+async def real_cluster(control_plane: object, session_helm: object, tmp_path: Path) -> AsyncIterator[object]:
+    """This test's namespace on the real control plane (Pod Security ``restricted``), the chart's RBAC
+    rendered for it, and the operator's identity (``cluster.kubeconfig``) holding only that RBAC.
+    Fails the test if the API server refused any of the operator's calls (a rule missing in the chart)."""
+    from testsupport.realcluster import RealCluster
+
+    c = RealCluster.create(control_plane, session_helm, tmp_path)  # type: ignore[arg-type]
+    try:
+        yield c
+        denied = sorted(c.denied_calls())
+        assert not denied, f"the chart's RBAC refused the operator: {denied}"
+    finally:
+        await c.close()
+
+
+@pytest.fixture
+async def real_kubelet(real_cluster: object) -> AsyncIterator[object]:
+    """A simulated kubelet for the test's namespace (Nodes, Leases, bindings, Pod statuses)."""
+    from testsupport.node import RealKubelet
+
+    k = RealKubelet(real_cluster.plane, real_cluster.namespace)  # type: ignore[attr-defined]
+    yield k
+    await k.close()

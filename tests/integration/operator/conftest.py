@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testsupport.controlplane import ControlPlane
-from testsupport.helm import Helm
 from testsupport.node import RealKubelet
 from testsupport.realcluster import RealCluster
 
@@ -51,28 +49,18 @@ def _write_recorded_calls() -> Iterator[None]:
 
 
 @pytest.fixture
-async def cluster(
-    control_plane: ControlPlane, session_helm: Helm, tmp_path: Path
-) -> AsyncIterator[RealCluster]:
-    c = RealCluster.create(control_plane, session_helm, tmp_path)
-    try:
-        yield c
-        used = c.operator_calls()
-        _SEEN.update(used)
-        denied = sorted(c.denied_calls())
-        assert not denied, f"the chart's RBAC refused the operator: {denied}"
-        if not RECORDING:
-            unlisted = sorted(used - listed_calls())
-            assert not unlisted, f"API calls not in {CALLS_FILE.name}: {unlisted}"
-    finally:
-        await c.close()
+async def cluster(real_cluster: RealCluster) -> AsyncIterator[RealCluster]:
+    yield real_cluster
+    used = real_cluster.operator_calls()
+    _SEEN.update(used)
+    if not RECORDING:
+        unlisted = sorted(used - listed_calls())
+        assert not unlisted, f"API calls not in {CALLS_FILE.name}: {unlisted}"
 
 
 @pytest.fixture
-async def kubelet(cluster: RealCluster) -> AsyncIterator[RealKubelet]:
-    k = RealKubelet(cluster.plane, cluster.namespace)
-    yield k
-    await k.close()
+async def kubelet(real_kubelet: RealKubelet) -> RealKubelet:
+    return real_kubelet
 
 
 def swarm_spec(
