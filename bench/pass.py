@@ -172,7 +172,7 @@ def baseline(client: redis.Redis, r: Recovery, failed: list[str], repeat: int) -
         pipe.hgetall(k.recovery_requests)
         if failed:
             for part in (
-                k.executions,
+                k.attempt_records,
                 k.attempt_fences,
                 k.attempt_recoveries,
                 k.heartbeats,

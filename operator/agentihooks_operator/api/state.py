@@ -61,7 +61,7 @@ class ApiState:
     def find_execution(self, execution_id: str) -> tuple[SwarmEntry, AttemptRecord] | None:
         """The swarm an execution belongs to and its attempt record (blocking)."""
         for entry in self.registry.entries():
-            raw = self.redis.hget(entry.recovery.keys.executions, execution_id)
+            raw = self.redis.hget(entry.recovery.keys.attempt_records, execution_id)
             if raw:
                 return entry, AttemptRecord.model_validate_json(raw)
         return None
@@ -114,7 +114,7 @@ class ApiState:
         if not raw:
             return None
         eid = raw.decode() if isinstance(raw, bytes) else str(raw)
-        rec = self.redis.hget(entry.recovery.keys.executions, eid)
+        rec = self.redis.hget(entry.recovery.keys.attempt_records, eid)
         return AttemptRecord.model_validate_json(rec) if rec else None
 
     def lease_held(self, entry: SwarmEntry) -> bool:

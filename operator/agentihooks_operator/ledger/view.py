@@ -27,7 +27,7 @@ def ledger_rows(state: ApiState, entry: SwarmEntry) -> list[dict[str, Any]]:
     ids = [i for i in current_ids if i]
     records: dict[str, AttemptRecord] = {}
     if ids:
-        for raw in state.redis.hmget(keys.executions, ids):
+        for raw in state.redis.hmget(keys.attempt_records, ids):
             if raw:
                 attempt = AttemptRecord.model_validate_json(raw)
                 records[attempt.execution_id] = attempt

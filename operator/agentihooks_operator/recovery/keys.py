@@ -4,7 +4,12 @@ Keys follow the original swarm v2 keyspace ``<root>:swarm:<slug>:<part>`` with
 one difference: the slug is wrapped in a Redis Cluster hash tag,
 ``<root>:swarm:{<slug>}:<part>``, so every key of a swarm hashes to the same
 slot and a Lua script may touch all of them atomically. On a single Redis the
-braces are just characters of the name.
+braces are just characters of the name. ``agentihooks admin migrate-keys``
+moves a swarm's keys written by the original (unbraced) to these names.
+
+Part names keep the original's meaning. The original's ``executions`` part
+holds its own AgentRecord per execution; this package never writes a record of
+another shape there: its attempt records live in ``attempt-records``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,22 @@ from .errors import InvalidInput
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 _ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 
-#: Parts kept in the original keyspace (same names, same meaning).
+#: Every part of the original keyspace that recovery uses (COMPAT.md), whether or not this package
+#: reads it; ``migrate-keys`` moves exactly these from the original's unbraced names.
+ORIGINAL_KEYSPACE = (
+    "control-owner",
+    "control-epoch",
+    "attempt-fences",
+    "attempt-recoveries",
+    "attempt-late-observations",
+    "attempt-nodes",
+    "image-pull-since",
+    "recovery-paused",
+    "heartbeats",
+    "launch-grants",
+    "executions",
+)
+#: Original parts the write scripts use (same names, same meaning).
 ORIGINAL_PARTS = (
     "control-owner",
     "control-epoch",
@@ -26,10 +46,10 @@ ORIGINAL_PARTS = (
     "attempt-recoveries",
     "heartbeats",
     "launch-grants",
-    "executions",
 )
-#: Parts this package adds.
+#: Parts this package adds. ``attempt-records`` is its own attempt record (never ``executions``).
 ADDED_PARTS = (
+    "attempt-records",
     "seats",
     "account-slots",
     "worker-credentials",
@@ -71,6 +91,14 @@ class SwarmKeys:
             raise InvalidInput(f"unknown key part: {name!r}")
         return f"{self.prefix}:swarm:{{{self.swarm}}}:{name}"
 
+    def braced(self, name: str) -> str:
+        """This package's key of any part name (hash-tagged swarm), known to the scripts or not."""
+        return f"{self.prefix}:swarm:{{{self.swarm}}}:{name}"
+
+    def unbraced(self, name: str) -> str:
+        """The original's key of a part name: ``<root>:swarm:<slug>:<part>``, no hash tag."""
+        return f"{self.prefix}:swarm:{self.swarm}:{name}"
+
     @property
     def all(self) -> list[str]:
         """Every key, in :data:`SCRIPT_PARTS` order (what write scripts receive as ``KEYS``)."""
@@ -105,8 +133,9 @@ class SwarmKeys:
         return self.part("launch-grants")
 
     @property
-    def executions(self) -> str:
-        return self.part("executions")
+    def attempt_records(self) -> str:
+        """Hash: execution id → this package's attempt record (the original's part for it differs)."""
+        return self.part("attempt-records")
 
     @property
     def seats(self) -> str:

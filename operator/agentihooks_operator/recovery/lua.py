@@ -80,7 +80,7 @@ local function refuse(why, extra)
   return cjson.encode(r)
 end
 local function current(exec)
-  local a = jget(K['executions'], exec)
+  local a = jget(K['attempt-records'], exec)
   if not a or a.state == 'fenced' or redis.call('HGET', K['seats'], a.seat) ~= exec then return nil end
   return a
 end

@@ -12,7 +12,7 @@ from .held_lua import HELD_BODIES
 ADMIT = r"""
 local cur = redis.call('HGET', K['seats'], P.seat)
 if cur then return refuse('seat_taken', {existing=cur}) end
-redis.call('HSET', K['executions'], P.execution_id, P.attempt_json)
+redis.call('HSET', K['attempt-records'], P.execution_id, P.attempt_json)
 redis.call('HSET', K['seats'], P.seat, P.execution_id)
 redis.call('HSET', K['launch-grants'], P.execution_id, P.grant_json)
 redis.call('HSET', K['account-slots'], P.execution_id, 'active')
@@ -27,7 +27,7 @@ FENCE = r"""
 local id = P.execution_id
 local existing = redis.call('HGET', K['attempt-fences'], id)
 if existing then return done({existing=true, fence=existing}) end
-local a = jget(K['executions'], id)
+local a = jget(K['attempt-records'], id)
 local cur = redis.call('HGET', K['seats'], P.seat)
 if not a or cur ~= id then return refuse('not_current', {current=cur}) end
 if tonumber(a.generation) ~= tonumber(P.observed_generation) then
@@ -50,7 +50,7 @@ f.controller_epoch = epoch
 local raw = cjson.encode(f)
 redis.call('HSET', K['attempt-fences'], id, raw)
 a.state = 'fenced'
-jset(K['executions'], id, a)
+jset(K['attempt-records'], id, a)
 redis.call('HDEL', K['worker-credentials'], id)
 local row = jget(K['ledger-tasks'], a.task_id)
 if row and row.held ~= true then
@@ -102,11 +102,11 @@ elseif P.expect == 'pending' then
   return refuse('not_pending')
 end
 local cur = redis.call('HGET', K['seats'], f.seat)
-local ca = cur and jget(K['executions'], cur)
+local ca = cur and jget(K['attempt-records'], cur)
 local ad = nn(P.admission)
 if ad then
   if cur ~= id then return refuse('seat_moved') end
-  redis.call('HSET', K['executions'], ad.execution_id, ad.attempt_json)
+  redis.call('HSET', K['attempt-records'], ad.execution_id, ad.attempt_json)
   redis.call('HSET', K['seats'], f.seat, ad.execution_id)
   redis.call('HSET', K['launch-grants'], ad.execution_id, ad.grant_json)
   redis.call('HSET', K['account-slots'], ad.execution_id, 'active')

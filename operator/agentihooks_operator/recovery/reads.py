@@ -88,7 +88,7 @@ def attempts(
     k = w.keys
     pipe = w.client.pipeline(transaction=False)
     parts = [
-        k.executions,
+        k.attempt_records,
         k.attempt_fences,
         k.attempt_recoveries,
         k.heartbeats,
@@ -131,7 +131,7 @@ def current_attempts(w: Writer) -> list[AttemptRecord]:
     """Each seat's current attempt while it is still admitted (not fenced), by seat; one round trip."""
     script = w.client.register_script(CURRENT_ATTEMPTS_LUA)
     try:
-        raw = script(keys=[w.keys.seats, w.keys.executions])
+        raw = script(keys=[w.keys.seats, w.keys.attempt_records])
     finally:
         w.trip()
     out = [AttemptRecord.model_validate_json(v) for v in raw or [] if v]

@@ -63,7 +63,7 @@ class RestoreSource(_Record):
 
 
 class AttemptRecord(_Record):
-    """``executions[execution_id]``: one attempt of a seat."""
+    """``attempt-records[execution_id]``: one attempt of a seat (the original's ``executions`` differ)."""
 
     execution_id: str
     seat: str

@@ -112,7 +112,7 @@ class World:
     def report(self, replacement: str) -> httpx.Response:
         """The replacement reports the continuity its directive named, with its own worker credential."""
         r = self.recoveries["swarm-a"]
-        raw = self.client.hget(r.keys.executions, replacement)
+        raw = self.client.hget(r.keys.attempt_records, replacement)
         assert raw, replacement
         import json
 

@@ -105,7 +105,7 @@ def test_same_choice_again_returns_the_same_decision_and_admits_nothing(make, cl
 def test_other_choice_after_acceptance_is_refused_and_nothing_changes(make, client, spec) -> None:  # type: ignore[no-untyped-def]
     r, eid = waiting(make, spec)
     r.decide(eid, "fresh", "operator", spec=spec)
-    keep = ("attempt-recoveries", "attempt-fences", "ledger-tasks", "executions", "seats")
+    keep = ("attempt-recoveries", "attempt-fences", "ledger-tasks", "attempt-records", "seats")
     before = {k: dump_keys(client, f"*:{k}") for k in keep}
     with pytest.raises(RecoveryRefused) as e:
         r.decide(eid, "resume", "operator", spec=spec)

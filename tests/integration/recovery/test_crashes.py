@@ -31,7 +31,7 @@ def assert_exactly_once(r, client, launcher, eid: str) -> str:  # type: ignore[n
     assert m["releases:grant"] == 1 and m["releases:account"] == 1
     assert client.hlen(r.keys.attempt_recoveries) == 1 and m["decisions_by_choice:resume"] == 1
     assert events(r, "recovery") == 1
-    assert m["admissions:replacement"] == 1 and client.hlen(r.keys.executions) == 2
+    assert m["admissions:replacement"] == 1 and client.hlen(r.keys.attempt_records) == 2
     new = json.loads(client.hget(r.keys.attempt_recoveries, eid))["replacement"]
     assert client.hget(r.keys.seats, "eng-1").decode() == new
     assert launcher.calls.count(("launch", new)) == 1 and launcher.created[new] == 1
@@ -128,7 +128,7 @@ def test_crash_while_admitting_generation_one(make, client, spec, launcher, poin
     fresh = make()
     fresh.ensure_seats(spec)
     fresh.reconcile(spec, [])
-    assert client.hlen(fresh.keys.seats) == 1 and client.hlen(fresh.keys.executions) == 1
+    assert client.hlen(fresh.keys.seats) == 1 and client.hlen(fresh.keys.attempt_records) == 1
     eid = client.hget(fresh.keys.seats, "eng-1").decode()
     assert launcher.created[eid] == 1 and launcher.calls.count(("launch", eid)) == 1
     assert fresh.metrics()["admissions:first"] == 1

@@ -100,7 +100,7 @@ def test_fifty_concurrent_conflicting_decisions_accept_exactly_one(make, client,
     )
     assert client.hlen(r.keys.attempt_recoveries) == 1
     assert r.metrics()["admissions:replacement"] == 1
-    assert launcher.created[new] == 1 and client.hlen(r.keys.executions) == 2
+    assert launcher.created[new] == 1 and client.hlen(r.keys.attempt_records) == 2
 
 
 def test_fifty_concurrent_conflicting_decisions_with_a_checkpoint(

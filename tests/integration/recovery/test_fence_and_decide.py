@@ -44,7 +44,7 @@ def test_fence_record_holds_what_the_attempt_had(make, client, spec, checkpoint)
     assert f.released == ["grant", "account"]
     assert json.loads(client.hget(r.keys.launch_grants, eid))["state"] == "revoked"
     assert client.hget(r.keys.account_slots, eid) == b"ended"
-    assert json.loads(client.hget(r.keys.executions, eid))["state"] == "fenced"
+    assert json.loads(client.hget(r.keys.attempt_records, eid))["state"] == "fenced"
 
 
 def test_image_pull_tail_says_nothing_was_written(make, client, spec) -> None:  # type: ignore[no-untyped-def]

@@ -166,8 +166,8 @@ def test_a_stored_directive_whose_fields_disagree_is_refused_as_malformed(
     from agentihooks_checkpoint.errors import MalformedDirective
 
     r, _, new, built = resumed(make, spec, checkpoint)
-    record = json.loads(client.hget(r.keys.executions, new))
+    record = json.loads(client.hget(r.keys.attempt_records, new))
     record["directive"]["recovery"] = "fresh"  # a fresh directive that still names a checkpoint
-    client.hset(r.keys.executions, new, json.dumps(record))
+    client.hset(r.keys.attempt_records, new, json.dumps(record))
     with pytest.raises(MalformedDirective, match="malformed restore directive"):
         r.report_outcome(new, native(new, built))
