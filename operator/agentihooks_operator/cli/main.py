@@ -1,7 +1,8 @@
 """Entry point of the ``agentihooks`` command; command groups register themselves here.
 
 The control URL and token come from ``--control-url``/``--token`` or from
-``AGENTIHOOKS_CONTROL_URL``/``AGENTIHOOKS_TOKEN``.
+``AGENTIHOOKS_CONTROL_URL``/``AGENTIHOOKS_TOKEN``. ``agentihooks admin ...``
+talks to Redis instead (``--redis-url``/``AGENTIHOOKS_REDIS_URL``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from . import recoveries, swarm
+from . import admin, recoveries, swarm
 
 app = typer.Typer(
     name="agentihooks",
@@ -42,6 +43,7 @@ def _root(
 
 recoveries.register(swarm.app)
 app.add_typer(swarm.app, name="swarm")
+admin.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,360 @@
+"""``agentihooks admin migrate-keys SWARM``: move a swarm's Redis keys from the original's names to ours.
+
+The original swarm v2 names a swarm's keys ``<root>:swarm:<slug>:<part>``;
+this product wraps the slug in a Redis Cluster hash tag,
+``<root>:swarm:{<slug>}:<part>`` (docs/concepts.md, "The keyspace"). The
+command talks to Redis directly (``--redis-url``, as the operator's
+``AGENTIHOOKS_REDIS_URL``), never to the control API, and:
+
+* refuses while any controller holds the swarm's lease — the original's
+  ``control-owner`` or ours — naming the holder, so nothing moves under a
+  running controller (each move re-checks both in the same transaction);
+* without ``--apply`` prints what it would do and changes nothing;
+* moves every key under the original's name (values and TTLs unchanged) to
+  the hash-tagged name; where both exist it keeps identical copies once,
+  merges hashes whose fields do not disagree, raises ``control-epoch`` to the
+  larger of the two (a fencing token never goes back) and reports anything
+  else as a conflict, touching neither key;
+* moves attempt records an earlier build of this product kept under the
+  ``executions`` part (the original's AgentRecords live there) to
+  ``attempt-records``;
+* drops an expired lease record left without a time-to-live.
+
+Running it twice is harmless: the second run finds nothing to move. It exits
+1 when it refuses (lease held) or when conflicts remain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, Literal
+
+import redis
+import typer
+from pydantic import ValidationError
+
+from ..recovery.errors import InvalidInput
+from ..recovery.keys import SwarmKeys
+from ..recovery.records import AttemptRecord
+from .client import EXIT_REFUSED, EXIT_UNREACHABLE, CliError
+from .swarm import run
+
+app = typer.Typer(help="Administration of the recovery state in Redis.", no_args_is_help=True)
+
+Action = Literal[
+    "move", "same", "merge", "raise-epoch", "keep-epoch", "adopt", "drop-stale-lease", "conflict"
+]
+#: Words printed for each action, dry run first and applied second.
+WORDS: dict[Action, tuple[str, str]] = {
+    "move": ("would move", "moved"),
+    "same": ("would drop (an identical copy exists at the new name)", "dropped (identical copy kept)"),
+    "merge": ("would merge into", "merged into"),
+    "raise-epoch": ("would raise the epoch at", "raised the epoch at"),
+    "keep-epoch": ("would drop (the new name holds a larger or equal epoch)", "dropped (larger epoch kept)"),
+    "adopt": ("would move this product's attempt records to", "moved this product's attempt records to"),
+    "drop-stale-lease": ("would drop the expired lease record", "dropped the expired lease record"),
+    "conflict": ("CONFLICT, left alone:", "CONFLICT, left alone:"),
+}
+_ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to do with ``source`` (the original's name) and ``target``; ``detail`` says what."""
+
+    action: Action
+    source: str
+    target: str
+    detail: str = ""
+
+    def line(self, applied: bool) -> str:
+        word = WORDS[self.action][1 if applied else 0]
+        tail = f" ({self.detail})" if self.detail else ""
+        if self.action == "drop-stale-lease":
+            return f"{word} {self.source}"
+        if self.action in ("same", "keep-epoch"):
+            return f"{word}: {self.source}{tail}"
+        if self.action == "conflict":
+            return f"{word} {self.source} / {self.target}{tail}"
+        return f"{word}: {self.source} -> {self.target}{tail}"
+
+
+class LeaseHeld(Exception):
+    """A controller holds the swarm's lease: ``key`` is its record, ``holder`` who and at which epoch."""
+
+    def __init__(self, key: str, holder: str) -> None:
+        super().__init__(holder)
+        self.key = key
+        self.holder = holder
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _holder(raw: Any) -> str:
+    try:
+        owner = json.loads(_text(raw))
+        return f"{owner['owner']} (epoch {owner['epoch']})"
+    except (ValueError, TypeError, KeyError):
+        return f"an unreadable lease record {_text(raw)[:64]!r}"
+
+
+Write = Callable[[Any], Any]
+
+
+class KeyMigration:
+    """Plans and applies the move of one swarm's keys; each write is one WATCH/MULTI transaction."""
+
+    def __init__(self, client: redis.Redis, keys: SwarmKeys) -> None:
+        self.r = client
+        self.keys = keys
+        #: The original's lease record and ours.
+        self.owners = (keys.unbraced("control-owner"), keys.control_owner)
+
+    # -- the lease -------------------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        seconds, micros = self.r.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def _stale(self, key: str) -> bool:
+        """The original's lease record left without a time-to-live after its ``expires_at`` passed."""
+        if key != self.owners[0] or self.r.pttl(key) != -1:
+            return False
+        try:
+            expires = int(json.loads(_text(self.r.get(key)))["expires_at"])
+        except (ValueError, TypeError, KeyError):
+            return False
+        return expires <= self._now_ms()
+
+    def check_lease(self) -> list[Step]:
+        """Raise :class:`LeaseHeld` while a lease is held; a stale original record becomes a step."""
+        steps: list[Step] = []
+        for key in self.owners:
+            raw = self.r.get(key)
+            if raw is None:
+                continue
+            if self._stale(key):
+                steps.append(Step("drop-stale-lease", key, key))
+                continue
+            raise LeaseHeld(key, _holder(raw))
+        return steps
+
+    # -- planning --------------------------------------------------------------------------------
+    def original_keys(self) -> list[str]:
+        """Every key under the original's names of this swarm, but its lease record."""
+        found = {_text(k) for k in self.r.scan_iter(match=self.keys.unbraced("*"), count=500)}
+        return sorted(found - {self.owners[0]})
+
+    def _content(self, key: str) -> tuple[str, Any]:
+        kind = _text(self.r.type(key))
+        readers: dict[str, Callable[[], Any]] = {
+            "string": lambda: self.r.get(key),
+            "hash": lambda: self.r.hgetall(key),
+            "set": lambda: self.r.smembers(key),
+            "list": lambda: self.r.lrange(key, 0, -1),
+            "zset": lambda: self.r.zrange(key, 0, -1, withscores=True),
+            "stream": lambda: self.r.xrange(key),
+        }
+        return kind, readers[kind]() if kind in readers else None
+
+    def _epoch(self, key: str) -> int | None:
+        raw = self.r.get(key)
+        try:
+            return 0 if raw is None else int(_text(raw))
+        except ValueError:
+            return None
+
+    def plan_key(self, source: str) -> tuple[Step, Write | None]:
+        """The step for one original key and the write that does it (``None``: nothing to write)."""
+        part = source[len(self.keys.unbraced("")) :]
+        target = self.keys.braced(part)
+        if part == "control-epoch":
+            old, new = self._epoch(source), self._epoch(target)
+            if old is None or new is None:
+                return Step("conflict", source, target, "an epoch that is not an integer"), None
+            if old > new:
+                return Step("raise-epoch", source, target, f"{new} -> {old}"), lambda p: (
+                    p.set(target, old),
+                    p.delete(source),
+                )
+            return Step("keep-epoch", source, target, f"{new} >= {old}"), lambda p: p.delete(source)
+        if not self.r.exists(target):
+            step = Step("move", source, target, _text(self.r.type(source)))
+            return step, lambda p: p.renamenx(source, target)  # keeps the value and its TTL
+        (kind_a, a), (kind_b, b) = self._content(source), self._content(target)
+        if kind_a == kind_b and a is not None and a == b:
+            return Step("same", source, target, kind_a), lambda p: p.delete(source)
+        if kind_a == kind_b == "hash":
+            clash = sorted(_text(f) for f in set(a) & set(b) if a[f] != b[f])
+            if clash:
+                return Step("conflict", source, target, f"hash fields differ: {', '.join(clash[:5])}"), None
+            missing = {f: v for f, v in a.items() if f not in b}
+            step = Step("merge", source, target, f"{len(missing)} new fields")
+            return step, lambda p: (p.hset(target, mapping=missing), p.delete(source))
+        return Step("conflict", source, target, f"{kind_a} here, {kind_b} at the new name"), None
+
+    def _ours_in_executions(self) -> dict[str, Any]:
+        source = self.keys.braced("executions")
+        out: dict[str, Any] = {}
+        if _text(self.r.type(source)) != "hash":
+            return out
+        for field, raw in self.r.hgetall(source).items():
+            try:
+                AttemptRecord.model_validate_json(raw)
+            except ValidationError:
+                continue  # the original's AgentRecord (or anything else): not ours, left in place
+            out[_text(field)] = raw
+        return out
+
+    def plan_adopt(self) -> tuple[Step, Write | None] | None:
+        """This product's attempt records kept under ``executions`` by an earlier build, if any."""
+        source, target = self.keys.braced("executions"), self.keys.attempt_records
+        ours = self._ours_in_executions()
+        if not ours:
+            return None
+        theirs = {_text(f): v for f, v in self.r.hgetall(target).items()}
+        clash = sorted(f for f, v in ours.items() if f in theirs and theirs[f] != v)
+        if clash:
+            return Step("conflict", source, target, f"attempt records differ: {', '.join(clash[:5])}"), None
+        step = Step("adopt", source, target, f"{len(ours)} attempt records")
+        return step, lambda p: (p.hset(target, mapping=ours), p.hdel(source, *ours))
+
+    def plan(self) -> list[Step]:
+        """Everything the migration would do now (raises :class:`LeaseHeld` while a lease is held)."""
+        steps = self.check_lease()
+        steps += [self.plan_key(k)[0] for k in self.original_keys()]
+        adopt = self.plan_adopt()
+        return steps + ([adopt[0]] if adopt else [])
+
+    # -- applying ----------------------------------------------------------------------------------
+    def _transaction(
+        self, watch: list[str], compute: Callable[[], tuple[Step, Write | None] | None]
+    ) -> Step | None:
+        """Plan again under WATCH (the keys and both lease records), then write in MULTI/EXEC.
+
+        A lease taken, or a key changed, between the check and EXEC aborts the write; the
+        loop then plans again (and refuses if a lease is now held).
+        """
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(*watch, *self.owners)  # type: ignore[no-untyped-call]
+                    for key in self.owners:
+                        raw = self.r.get(key)
+                        if raw is not None and not self._stale(key):
+                            raise LeaseHeld(key, _holder(raw))
+                    planned = compute()
+                    if planned is None:
+                        pipe.unwatch()
+                        return None
+                    step, write = planned
+                    if write is None:
+                        pipe.unwatch()
+                        return step
+                    pipe.multi()
+                    write(pipe)
+                    pipe.execute()
+                    return step
+                except redis.WatchError:
+                    continue
+
+    def apply(self) -> Iterator[Step]:
+        """Do every step, yielding each once done (a conflict is yielded and left untouched)."""
+        for step in self.check_lease():  # only a stale record of the original's comes back here
+            self._transaction([], partial(_drop, step))
+            yield step
+        for key in self.original_keys():
+            target = self.keys.braced(key[len(self.keys.unbraced("")) :])
+            result = self._transaction([key, target], partial(self.plan_key, key))
+            if result is not None:
+                yield result
+        source, target = self.keys.braced("executions"), self.keys.attempt_records
+        adopted = self._transaction([source, target], self.plan_adopt)
+        if adopted is not None:
+            yield adopted
+
+
+def _drop(step: Step) -> tuple[Step, Write]:
+    return step, lambda p: p.delete(step.source)
+
+
+def _connect(url: str, password: str | None) -> redis.Redis:
+    kw: dict[str, Any] = {"socket_timeout": 10}
+    if password:
+        kw["password"] = password
+    return redis.Redis.from_url(url, **kw)
+
+
+@app.command("migrate-keys")
+def migrate_keys(
+    swarm: Annotated[str, typer.Argument(metavar="SWARM", help="The swarm's name (its key slug).")],
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Move the keys; without it, only print the plan.")
+    ] = False,
+    redis_url: Annotated[
+        str, typer.Option("--redis-url", envvar="AGENTIHOOKS_REDIS_URL", help="The Redis holding the swarm.")
+    ] = "redis://127.0.0.1:6379/0",
+    redis_password: Annotated[
+        str | None,
+        typer.Option(
+            "--redis-password", envvar="AGENTIHOOKS_REDIS_PASSWORD", show_default=False, help="Its password."
+        ),
+    ] = None,
+    prefix: Annotated[
+        str, typer.Option("--prefix", envvar="AGENTIHOOKS_SWARM_KEY_PREFIX", help="Root of every key.")
+    ] = "agentihooks",
+) -> None:
+    """Move SWARM's keys from the original's <root>:swarm:<slug>:<part> to <root>:swarm:{<slug>}:<part>."""
+
+    def body() -> None:
+        if not _ROOT.fullmatch(prefix):
+            raise CliError(f"not a usable key prefix: {prefix!r}")
+        try:
+            keys = SwarmKeys(prefix, swarm)
+        except InvalidInput as e:
+            raise CliError(str(e)) from e
+        client = _connect(redis_url, redis_password)
+        done: list[Step] = []
+        try:
+            _migrate(KeyMigration(client, keys), swarm, apply=apply, done=done)
+        except LeaseHeld as e:
+            changed = "Only the steps above were applied." if done else "Nothing was changed."
+            raise CliError(
+                f"swarm {swarm}: a controller holds the lease ({e.key}): {e.holder}; stop it (or wait "
+                f"until its lease expires) and run again. {changed}"
+            ) from e
+        except redis.RedisError as e:
+            raise CliError(f"redis: {e}", EXIT_UNREACHABLE) from e
+        finally:
+            client.close()
+
+    run(body)
+
+
+def _migrate(m: KeyMigration, swarm: str, *, apply: bool, done: list[Step]) -> None:
+    """Print the plan (dry run) or apply it step by step; ``done`` receives each applied step."""
+    planned = m.plan()
+    head = "migrating" if apply else "dry run (nothing is changed; --apply migrates)"
+    typer.echo(f"swarm {swarm}, root {m.keys.prefix}: {head}")
+    if not planned:
+        typer.echo("nothing to migrate: no key under the original's names")
+        return
+    for step in m.apply() if apply else iter(planned):
+        typer.echo("  " + step.line(applied=apply))
+        done.append(step)
+    conflicts = [s for s in done if s.action == "conflict"]
+    if conflicts:
+        raise CliError(
+            f"{len(conflicts)} conflict(s): both names hold different data; resolve by hand, run again",
+            EXIT_REFUSED,
+        )
+    typer.echo(f"{len(done)} step(s) {'applied' if apply else 'planned'}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="admin")

@@ -1,0 +1,189 @@
+"""``agentihooks admin migrate-keys``: the original's unbraced keys to the hash-tagged ones, on a real Redis.
+
+Through typer's CliRunner against the session's redis-server. Keys are written as the
+original writes them (``<root>:swarm:<slug>:<part>``), by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from agentihooks_operator.cli.main import app
+from agentihooks_operator.recovery import Recovery
+from click.testing import Result
+from testsupport.recovery import MemoryLauncher, swarm_spec
+from typer.testing import CliRunner
+
+SWARM = "eng"
+OLD = f"agentihooks:swarm:{SWARM}:"
+NEW = f"agentihooks:swarm:{{{SWARM}}}:"
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def cli(redis_url: str, *args: str) -> Result:
+    env = {"AGENTIHOOKS_REDIS_URL": redis_url, "AGENTIHOOKS_SWARM_KEY_PREFIX": "agentihooks"}
+    return CliRunner().invoke(app, ["admin", "migrate-keys", SWARM, *args], env=env)
+
+
+def snapshot(client: redis.Redis) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in sorted(client.keys("*")):
+        kind = client.type(key).decode()
+        value: Any = {
+            "string": client.get,
+            "hash": client.hgetall,
+            "list": lambda k: client.lrange(k, 0, -1),
+            "set": client.smembers,
+        }[kind](key)
+        out[key.decode()] = (kind, value)
+    return out
+
+
+def write_original(client: redis.Redis) -> None:
+    """A swarm the original ran: its epoch, pause, fences, heartbeats, grants, AgentRecords and more."""
+    client.set(OLD + "control-epoch", 7)
+    client.set(OLD + "recovery-paused", 7)
+    client.hset(OLD + "attempt-fences", "exe-a", json.dumps({"execution_id": "exe-a", "reason": "evicted"}))
+    client.hset(OLD + "heartbeats", "exe-b", json.dumps({"archive_watermark": 12, "at_ms": 1}))
+    client.hset(OLD + "launch-grants", "exe-b", json.dumps({"grant_id": "lgr-1", "state": "active"}))
+    client.hset(OLD + "executions", "exe-b", json.dumps({"agent": "eng-1", "execution_id": "exe-b"}))
+    client.hset(OLD + "image-pull-since", "exe-b", 1000)
+    client.pexpire(OLD + "image-pull-since", 600_000)
+    client.hset(OLD + "attempt-nodes", "exe-b", "node-1")
+    client.rpush(OLD + "tasks-log", "a", "b")  # a part recovery does not know: moved as it is
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(redis_url: str, client: redis.Redis) -> None:
+    write_original(client)
+    before = snapshot(client)
+    r = cli(redis_url)
+    assert r.exit_code == 0, r.output
+    assert "dry run" in r.output
+    assert f"would move: {OLD}heartbeats -> {NEW}heartbeats (hash)" in r.output
+    assert f"would move: {OLD}tasks-log -> {NEW}tasks-log (list)" in r.output
+    assert f"would raise the epoch at: {OLD}control-epoch -> {NEW}control-epoch (0 -> 7)" in r.output
+    assert "9 step(s) planned" in r.output
+    assert snapshot(client) == before
+
+
+def test_apply_moves_every_key_keeping_values_and_ttls_and_twice_is_a_no_op(
+    redis_url: str, client: redis.Redis
+) -> None:
+    write_original(client)
+    before = snapshot(client)
+    r = cli(redis_url, "--apply")
+    assert r.exit_code == 0, r.output
+    assert "9 step(s) applied" in r.output
+    after = snapshot(client)
+    assert not [k for k in after if k.startswith(OLD)]
+    moved = {k.replace(OLD, NEW): v for k, v in before.items()}
+    assert after == moved
+    assert 0 < client.pttl(NEW + "image-pull-since") <= 600_000
+    # The original's AgentRecords stay under its own part name; this product never reads them.
+    assert json.loads(client.hget(NEW + "executions", "exe-b")) == {"agent": "eng-1", "execution_id": "exe-b"}
+
+    again = cli(redis_url, "--apply")
+    assert again.exit_code == 0, again.output
+    assert "nothing to migrate" in again.output
+    assert snapshot(client) == after
+
+
+def test_refuses_while_the_originals_controller_holds_the_lease(redis_url: str, client: redis.Redis) -> None:
+    write_original(client)
+    client.set(
+        OLD + "control-owner", json.dumps({"owner": "swarm-ctl-7f", "epoch": 7, "expires_at": 1}), px=60_000
+    )
+    before = snapshot(client)
+    for args in ((), ("--apply",)):
+        r = cli(redis_url, *args)
+        assert r.exit_code == 1
+        assert "swarm-ctl-7f (epoch 7)" in r.output and f"{OLD}control-owner" in r.output
+        assert "Nothing was changed" in r.output
+    assert snapshot(client) == before
+
+
+def test_refuses_while_this_products_controller_holds_the_lease(redis_url: str, client: redis.Redis) -> None:
+    write_original(client)
+    recovery = Recovery(client, SWARM, holder="op-main-1", catalog=None, launcher=MemoryLauncher())  # type: ignore[arg-type]
+    assert recovery.acquire()
+    before = snapshot(client)
+    r = cli(redis_url, "--apply")
+    assert r.exit_code == 1 and "op-main-1 (epoch 1)" in r.output and f"{NEW}control-owner" in r.output
+    assert snapshot(client) == before
+    recovery.release()
+    done = cli(redis_url, "--apply")
+    assert done.exit_code == 0, done.output
+    # The fencing token never goes back: the original's 7 wins over this product's 1.
+    assert client.get(NEW + "control-epoch") == b"7"
+    assert recovery.acquire() and recovery.epoch == 8
+
+
+def test_an_expired_lease_record_without_ttl_is_dropped_not_obeyed(
+    redis_url: str, client: redis.Redis
+) -> None:
+    client.set(OLD + "control-owner", json.dumps({"owner": "gone", "epoch": 3, "expires_at": 1}))
+    client.set(OLD + "control-epoch", 3)
+    r = cli(redis_url, "--apply")
+    assert r.exit_code == 0, r.output
+    assert f"dropped the expired lease record {OLD}control-owner" in r.output
+    assert client.keys(OLD + "*") == [] and client.get(NEW + "control-epoch") == b"3"
+
+
+def test_both_names_hold_data_identical_merged_kept_or_conflict(redis_url: str, client: redis.Redis) -> None:
+    client.set(OLD + "recovery-paused", 4)
+    client.set(NEW + "recovery-paused", 4)  # identical: the old copy goes
+    client.hset(OLD + "heartbeats", mapping={"exe-a": "1", "exe-b": "2"})
+    client.hset(NEW + "heartbeats", mapping={"exe-b": "2", "exe-c": "3"})  # agree on exe-b: merged
+    client.set(OLD + "control-epoch", 2)
+    client.set(NEW + "control-epoch", 9)  # the larger epoch stays
+    client.hset(OLD + "attempt-fences", "exe-a", "theirs")
+    client.hset(NEW + "attempt-fences", "exe-a", "ours")  # disagree: a conflict, both left alone
+    r = cli(redis_url, "--apply")
+    assert r.exit_code == 1
+    assert "CONFLICT, left alone:" in r.output and "hash fields differ: exe-a" in r.output
+    assert "1 conflict(s)" in r.output
+    assert client.get(NEW + "recovery-paused") == b"4" and not client.exists(OLD + "recovery-paused")
+    assert client.hgetall(NEW + "heartbeats") == {b"exe-a": b"1", b"exe-b": b"2", b"exe-c": b"3"}
+    assert client.get(NEW + "control-epoch") == b"9" and not client.exists(OLD + "control-epoch")
+    assert client.hget(OLD + "attempt-fences", "exe-a") == b"theirs"
+    assert client.hget(NEW + "attempt-fences", "exe-a") == b"ours"
+
+
+def test_attempt_records_of_an_earlier_build_move_out_of_executions(
+    redis_url: str, client: redis.Redis
+) -> None:
+    """An earlier build stored its attempt records under ``executions``; they move to ``attempt-records``."""
+    r = Recovery(client, SWARM, holder="op-old", catalog=None, launcher=MemoryLauncher())  # type: ignore[arg-type]
+    [plan] = r.ensure_seats(swarm_spec())
+    r.release()
+    record = client.hget(NEW + "attempt-records", plan.execution_id)
+    client.delete(NEW + "attempt-records")
+    client.hset(NEW + "executions", plan.execution_id, record)
+    client.hset(OLD + "executions", "exe-b", json.dumps({"agent": "eng-1", "execution_id": "exe-b"}))
+    out = cli(redis_url, "--apply")
+    assert out.exit_code == 0, out.output
+    assert "moved this product's attempt records to" in out.output
+    assert client.hget(NEW + "attempt-records", plan.execution_id) == record
+    assert client.hkeys(NEW + "executions") == [b"exe-b"]  # the original's record stays where it was
+    assert r.current_attempts()[0].execution_id == plan.execution_id
+
+
+def test_bad_names_and_an_unreachable_redis_are_one_error_line(redis_url: str) -> None:
+    bad = CliRunner().invoke(
+        app, ["admin", "migrate-keys", "bad name"], env={"AGENTIHOOKS_REDIS_URL": redis_url}
+    )
+    assert bad.exit_code == 1 and "not a usable swarm name" in bad.output
+    down = CliRunner().invoke(
+        app, ["admin", "migrate-keys", SWARM, "--redis-url", "redis://127.0.0.1:1/0"], env={}
+    )
+    assert down.exit_code == 3 and down.output.startswith("error: redis:")
