@@ -1,8 +1,10 @@
-"""The control API served by the real operator process (kopf on the emulated Kubernetes API, real Redis).
+"""The control API served by the real operator process (kopf on the real control plane, real Redis).
 
 The operator publishes each Swarm it recovers to the API; the master's
-credential comes from the Secret the Swarm names; the operator token from the
-environment, hashed at start.
+credential comes from the Secret the Swarm names, read by the operator's own
+identity (the chart's RBAC, a TokenRequest token); the operator token from the
+environment, hashed at start. The seat the API reports is the Pod the real API
+server admitted (Pod Security ``restricted``) and the simulated kubelet runs.
 """
 
 from __future__ import annotations
@@ -10,27 +12,24 @@ from __future__ import annotations
 import base64
 import secrets
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from testsupport.kube import Cluster, emulated_cluster, eventually, operator_process
+from testsupport import kubelet as kl
+from testsupport.kube import eventually, operator_process
+from testsupport.node import RealKubelet
+from testsupport.realcluster import RealCluster
 
 MASTER = "master@example-1"
+NODE = "kind-worker"
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with emulated_cluster(tmp_path) as c:
-        yield c
 
 
 def spec() -> dict[str, Any]:
@@ -46,8 +45,13 @@ def spec() -> dict[str, Any]:
 
 
 async def test_operator_process_serves_the_api_for_its_swarms(
-    cluster: Cluster, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    real_cluster: RealCluster,
+    real_kubelet: RealKubelet,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    cluster, ns = real_cluster, real_cluster.namespace
     port = free_port()
     operator_token, master_token = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     monkeypatch.setenv("AGENTIHOOKS_CONTROL_HOST", "127.0.0.1")
@@ -56,10 +60,10 @@ async def test_operator_process_serves_the_api_for_its_swarms(
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "master-1", "namespace": "default"},
+        "metadata": {"name": "master-1", "namespace": ns},
         "data": {"token": base64.b64encode(master_token.encode()).decode()},
     }
-    (await cluster.http.post("/api/v1/namespaces/default/secrets", json=secret)).raise_for_status()
+    (await cluster.http.post(f"/api/v1/namespaces/{ns}/secrets", json=secret)).raise_for_status()
     await cluster.create_swarm("example", spec())
     url = f"http://127.0.0.1:{port}"
     async with (
@@ -77,6 +81,12 @@ async def test_operator_process_serves_the_api_for_its_swarms(
 
         seen = await eventually(lambda: status(master_token), timeout=60, what="status for the master")
         assert seen["lease_held"] is True and seen["handoffs"] == []
+        # The seat the API reports is the Pod the real API server admitted for it.
+        execution_id = seen["seats"][0]["execution_id"]
+        pod = await cluster.get(f"/api/v1/namespaces/{ns}/pods/swarm-{execution_id}")
+        assert pod is not None, "the reported execution's Pod exists in the API"
+        assert pod["metadata"]["labels"]["swarm.agentihooks.io/execution-id"] == execution_id
+        await real_kubelet.set_status(pod["metadata"]["name"], kl.running(), node_name=NODE)
         assert await status(operator_token)
         ready = await http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["redis"] is True
@@ -94,5 +104,14 @@ async def test_operator_process_serves_the_api_for_its_swarms(
 
         seconds = await eventually(pass_duration, timeout=30, what="the pass duration gauge")
         assert seconds > 0
+
+        async def still_running() -> bool:
+            body = await status(master_token)
+            return bool(body) and body["seats"][0]["execution_id"] == execution_id and body["handoffs"] == []
+
+        assert await still_running(), "a running seat is not recovered"
+    # The master's credential was read from its Secret by the operator's own identity, by name.
+    assert cluster.count("get", "secrets", "master-1") >= 1
+    assert ("list", "", "secrets") not in cluster.operator_calls()
     log = (tmp_path / "op-api.log").read_text()
     assert operator_token not in log and master_token not in log
