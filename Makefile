@@ -3,10 +3,15 @@
 PYTHON ?= python3
 PYTEST_ARGS ?=
 
-.PHONY: install lint typecheck pytest test bench clean demo evidence
+.PHONY: install control-plane lint typecheck pytest test bench clean demo evidence
 
 install:
 	./scripts/install-deps.sh
+
+# etcd, kube-apiserver and kube-controller-manager for the integration tests: from $$KUBEBUILDER_ASSETS,
+# or built once with Go into ~/.cache/agentihooks/control-plane (see docs/development.md).
+control-plane:
+	./scripts/control-plane.sh
 
 lint:
 	$(PYTHON) -m ruff check .
@@ -19,7 +24,7 @@ typecheck:
 pytest:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-test: install lint typecheck pytest
+test: install control-plane lint typecheck pytest
 
 bench:
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

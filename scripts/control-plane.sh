@@ -47,12 +47,16 @@ work="$cache_root/$KUBE_VERSION-etcd-$ETCD_VERSION/src"
 mkdir -p "$work/kube" "$work/etcd" "$out.part"
 start=$(date +%s)
 export GOFLAGS=-mod=mod CGO_ENABLED=0
+# The compile cache is only needed during the build (~3 GB); the module cache (~0.8 GB) stays in Go's
+# usual place so a later version bump downloads less.
+export GOCACHE="$work/gocache"
+trap 'rm -rf "$GOCACHE"' EXIT
 minor="${KUBE_VERSION#v1.}"      # 35.4
 staging="v0.${minor}"             # v0.35.4
 
 # k8s.io/kubernetes points its k8s.io/<staging> modules at folders of its own repository; a module of
 # ours must pin each of them to the published v0.X.Y instead. The list is taken from the pinned go.mod.
-echo "control-plane: building kube-apiserver and kube-controller-manager $KUBE_VERSION (cold: ~20-30 min on 2 cores)" >&2
+echo "control-plane: building kube-apiserver and kube-controller-manager $KUBE_VERSION (cold: ~6 min on 2 cores)" >&2
 (
   cd "$work/kube"
   go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" >download.json

@@ -47,6 +47,12 @@ MAKE_TARGETS = {
     "evidence": "its recipe (--evidence) is run by tests/integration/demo/test_evidence.py",
     "install": "run by `make test`",
     "bench": "runs bench/*.py (benchmarks are not tests)",
+    "control-plane": "run by `make test` before pytest (the integration tests need its binaries)",
+}
+#: Project scripts and what runs them.
+SCRIPTS = {
+    "scripts/control-plane.sh": "run by `make test` (its control-plane target) on every CI run",
+    "scripts/install-deps.sh": "run by `make install`, which `make test` runs",
 }
 PRODUCT = ("agentihooks", "agentihooks-worker", "agentihooks-operator", "agentihooks-demo")
 
@@ -93,6 +99,10 @@ def check(cmd: DocCommand) -> str:
                     assert (REPO / word).exists(), f"{cmd.where}: {word} does not exist"
             return reason
     argv = shlex.split(_placeholders(text))
+    script = first.removeprefix("./")
+    if script in SCRIPTS:
+        assert (REPO / script).exists(), f"{cmd.where}: {script} does not exist"
+        return SCRIPTS[script]
     if first in PRODUCT:
         try:
             done = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60, check=False)

@@ -2,7 +2,7 @@
 
 Two sources say what the operator uses, and the grant must equal their union:
 
-- the calls its integration tests recorded against the emulated API server
+- the calls its integration tests made on the real API server, read from its audit log
   (tests/integration/operator/observed-api-calls.json, written by the operator's tests), and
 - the calls written in its source (``kube.get/list/create/patch/delete("<resource>"``), which also
   cover paths those tests never drive (a crashed launch's leftover credential is patched; the control
