@@ -1,7 +1,9 @@
-"""The page with the real operator: a Pod that the (emulated) kubelet reports OOMKilled reaches the page.
+"""The page with the real operator: a Pod that the kubelet reports OOMKilled reaches the page.
 
-The kopf operator runs against the kmock API server and the real Redis; the
-test kubelet moves Pods to Running and then to OOMKilled. The control API (with
+The kopf operator runs against the real control plane (its own namespace with
+Pod Security ``restricted``, the chart's RBAC as its only rights) and the real
+Redis; the simulated kubelet binds the Pod to its Node and moves it to Running
+and then to OOMKilled through the status subresource. The control API (with
 the ledger page) serves the operator's own ``Recovery`` for the swarm, as the
 operator process does, so the decision posted from the page is applied under
 the operator's lease and its launcher creates the replacement Pod. The worker
@@ -11,6 +13,7 @@ credentials the operator put into the Pods' Secrets.
 
 from __future__ import annotations
 
+import base64
 import secrets
 import shutil
 import tempfile
@@ -28,9 +31,16 @@ from agentihooks_operator.swarm import SwarmSpec
 from testsupport import kubelet as kl
 from testsupport.checkpoints import build_checkpoint
 from testsupport.control_api import live_api
-from testsupport.kube import Cluster, emulated_cluster, eventually, running_operator
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet
+from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="/usr/bin/chromium is absent: install Debian's chromium package to run the browser tests",
+)
 
 SWARM = "example"
 TAG = "2.1.0"
@@ -60,16 +70,16 @@ async def _pod(cluster: Cluster, generation: int) -> dict[str, Any]:
 
 
 async def _worker_token(cluster: Cluster, execution_id: str) -> str:
-    secret = await cluster.get(f"/api/v1/namespaces/default/secrets/{credential_secret_name(execution_id)}")
+    """The worker credential the operator put into the Pod's Secret (the API server keeps it in ``data``)."""
+    name = credential_secret_name(execution_id)
+    secret = await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/{name}")
     assert secret is not None
-    return str(secret["stringData"][CREDENTIAL_KEY])
+    return base64.b64decode(secret["data"][CREDENTIAL_KEY]).decode()
 
 
 async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
-    tmp_path: Path, redis_url: str
+    tmp_path: Path, redis_url: str, real_cluster: Cluster, real_kubelet: RealKubelet
 ) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is absent: install Debian's chromium package to run the browser tests")
     from playwright.async_api import async_playwright, expect
 
     root = tmp_path / "store"
@@ -81,24 +91,28 @@ async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
 
     client = redis.Redis.from_url(redis_url)
     state = ApiState(registry=registry, redis=client, operator_hash=sha256_hex(operator_token), catalog=store)
+    cluster, kubelet = real_cluster, real_kubelet
     profile = tempfile.mkdtemp(prefix="ledger-chromium-")
     try:
         async with (
-            emulated_cluster(tmp_path) as cluster,
             running_operator(cluster, redis_url, catalog=store) as memo,
             async_playwright() as pw,
         ):
-            kubelet = kl.Kubelet(cluster.url)
             with live_api(state) as server:
                 api = httpx.AsyncClient(base_url=server.url, timeout=30)
                 await cluster.create_swarm(SWARM, SPEC)
                 first = await _pod(cluster, 1)
-                await kubelet.put_node("kind-worker")
                 await kubelet.set_status(first["metadata"]["name"], kl.running(), node_name="kind-worker")
                 runner = await eventually(
-                    lambda: memo["passes"].get(("default", SWARM)), what="recovery loop"
+                    lambda: memo["passes"].get((cluster.namespace, SWARM)), what="recovery loop"
                 )
-                registry.publish(SWARM, runner.recovery, SwarmSpec.model_validate(SPEC), holder="op-a")
+                registry.publish(
+                    SWARM,
+                    runner.recovery,
+                    SwarmSpec.model_validate(SPEC),
+                    holder="op-a",
+                    namespace=cluster.namespace,
+                )
 
                 lost = _eid(first)
                 token = await _worker_token(cluster, lost)
@@ -145,6 +159,9 @@ async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
                 new = _eid(second)
                 await expect(card.locator("dd.successor")).to_have_text(new)
                 assert len([p for p in await cluster.pods(SWARM) if _gen(p) == 2]) == 1
+                # the OOM-killed Pod was deleted by the operator and its deletion finished by the kubelet
+                await eventually(lambda: _gone(cluster, lost), what="the fenced Pod removed")
+                await kubelet.set_status(second["metadata"]["name"], kl.running(), node_name="kind-worker")
 
                 token = await _worker_token(cluster, new)
                 outcome = {
@@ -168,7 +185,13 @@ async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
                 await page.screenshot(path=str(ARTIFACTS / "11-operator-recovered.png"), full_page=True)
                 await context.close()
                 await api.aclose()
-            await kubelet.close()
     finally:
         client.close()
         shutil.rmtree(profile, ignore_errors=True)
+    # exactly one replacement: the operator's identity created two Pods in all, one per generation
+    assert cluster.count("create", "pods") == 2
+    assert [_gen(p) for p in await cluster.pods(SWARM)] == [2]
+
+
+async def _gone(cluster: Cluster, execution_id: str) -> bool:
+    return await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/pods/swarm-{execution_id}") is None
