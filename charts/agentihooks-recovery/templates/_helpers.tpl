@@ -111,3 +111,16 @@ Included once, from the operator Deployment.
 {{- fail "checkpointStore.mode root with operator.replicas above 1 needs a ReadWriteMany claim: add ReadWriteMany to checkpointStore.root.persistence.accessModes or use a bucket" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Secret holding the Redis password: the user's, or the one the chart generates; empty without auth. */}}
+{{- define "agentihooks.redisAuthSecret" -}}
+{{- if .Values.redis.auth.enabled -}}
+{{- if .Values.redis.auth.existingSecret -}}
+{{- .Values.redis.auth.existingSecret -}}
+{{- else if eq .Values.redis.mode "external" -}}
+{{- fail "redis.auth.existingSecret is required with an external Redis (or set redis.auth.enabled=false)" -}}
+{{- else -}}
+{{- printf "%s-redis-auth" (include "agentihooks.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

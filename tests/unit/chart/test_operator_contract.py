@@ -21,7 +21,15 @@ from testsupport.helm import Helm, by_kind, one, value_sets
 
 STORE_VARS = {store_env.BUCKET, store_env.ROOT, store_env.ENDPOINT, store_env.PREFIX}
 OTHER_VARS: set[str] = set()
-SECRETS = {name: "s3cr3t" for name in ("agentihooks-redis", "agentihooks-operator-token", "agentihooks-s3")}
+SECRETS = {
+    name: "s3cr3t"
+    for name in (
+        "agentihooks-redis",
+        "agentihooks-operator-token",
+        "agentihooks-s3",
+        "rel-agentihooks-recovery-redis-auth",
+    )
+}
 
 
 def _known() -> set[str]:

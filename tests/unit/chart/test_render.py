@@ -87,7 +87,13 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     assert env["AGENTIHOOKS_CONTROL_PORT"]["value"] == "8080"
     # No store by default, and no credential ever appears as a literal value.
     assert not {"AGENTIHOOKS_CHECKPOINT_BUCKET", "AGENTIHOOKS_CHECKPOINT_ROOT"} & set(env)
-    assert "AGENTIHOOKS_OPERATOR_TOKEN" not in env and "AGENTIHOOKS_REDIS_PASSWORD" not in env
+    assert "AGENTIHOOKS_OPERATOR_TOKEN" not in env
+    # Redis requires a password by default: the chart's generated Secret, by reference only.
+    assert env["AGENTIHOOKS_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "rel-agentihooks-recovery-redis-auth",
+        "key": "redis-password",
+    }
+    assert "value" not in env["AGENTIHOOKS_REDIS_PASSWORD"]
 
 
 def test_embedded_redis_has_aof_and_a_claim(helm: Helm) -> None:
