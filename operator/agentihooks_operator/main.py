@@ -3,13 +3,20 @@
 Settings come from ``AGENTIHOOKS_*`` variables (:class:`OperatorConfig`);
 ``--standalone`` turns off kopf's peering (several replicas are safe anyway:
 only the holder of a swarm's Redis lease writes).
+
+kopf runs in a thread of its own and this process's main thread takes SIGTERM
+and SIGINT: the signal sets one ``stopping`` flag that kopf stops on and that
+every recovery loop reads before it takes a lease, so an operator that was told
+to stop never takes a swarm over, and hands the ones it holds back at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from typing import Any
 
 
@@ -24,15 +31,42 @@ def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> 
     register_control_api()  # the control API, served on kopf's loop (see api/kopf_hooks.py)
 
     config = memo_items.get("config") or OperatorConfig()
-    memo = kopf.Memo(**{**memo_items, "config": config})
+    stopping = threading.Event()
+    memo = kopf.Memo(**{**memo_items, "config": config, "stopping": stopping})
     namespaces = config.namespace_list
-    kopf.run(
-        standalone=standalone,
-        clusterwide=not namespaces,
-        namespaces=namespaces,
-        liveness_endpoint=liveness,
-        memo=memo,
+    failed: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            kopf.run(
+                standalone=standalone,
+                clusterwide=not namespaces,
+                namespaces=namespaces,
+                liveness_endpoint=liveness,
+                memo=memo,
+                stop_flag=stopping,
+            )
+        except BaseException as e:  # re-raised in the main thread below
+            failed.append(e)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        logging.getLogger(__name__).info(
+            "%s: stopping (no lease is taken from now on)", signal.strsignal(signum)
+        )
+        stopping.set()
+
+    # kopf warns that it ignores OS signals off the main thread: here that is by design.
+    logging.getLogger("kopf._core.reactor.running").addFilter(
+        lambda record: "OS signals are ignored" not in record.getMessage()
     )
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    thread = threading.Thread(target=serve, name="kopf")
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.5)
+    if failed:
+        raise failed[0]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,6 +27,10 @@ class Lease:
         self.lease_ms = lease_ms
         self._acquire = writer.client.register_script(LEASE)
         self._release = writer.client.register_script(RELEASE_LEASE)
+        #: Times this instance took the lease with a new epoch, and lost one it held (this process
+        #: only: a sum over replicas is the swarm's lease churn).
+        self.taken = 0
+        self.lost = 0
 
     def acquire(self) -> bool:
         keys = [self.w.keys.control_owner, self.w.keys.control_epoch]
@@ -36,6 +40,7 @@ class Lease:
         state = answer["state"]
         if state == "held":
             if self.w.epoch:
+                self.lost += 1
                 log.warning(
                     "recovery of swarm %s: %s lost the lease to %s (epoch %s); it changes nothing now",
                     self.w.keys.swarm,
@@ -46,6 +51,7 @@ class Lease:
             self.w.epoch = 0
             return False
         if state == "acquired":
+            self.taken += 1
             log.info(
                 "recovery of swarm %s: %s took the lease at epoch %s",
                 self.w.keys.swarm,

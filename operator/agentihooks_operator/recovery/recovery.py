@@ -79,6 +79,10 @@ class Recovery:
         """Acquire or renew the swarm's lease; a takeover increments ``control-epoch``."""
         return self._lease.acquire()
 
+    def lease_churn(self) -> tuple[int, int]:
+        """(taken, lost): how often this instance took the swarm's lease with a new epoch, and lost it."""
+        return self._lease.taken, self._lease.lost
+
     def release(self) -> bool:
         """Give the lease up on a clean shutdown."""
         return self._lease.release()
