@@ -76,6 +76,13 @@ def _swarm_lines(state: ApiState, entry: SwarmEntry) -> dict[str, list[str]]:
     ]
     held = 1 if state.lease_held(entry) else 0
     out["agentihooks_lease_held"] = [_line("agentihooks_lease_held", {"swarm": entry.name}, held)]
+    taken, lost = entry.recovery.lease_churn()
+    out["agentihooks_lease_takeovers_total"] = [
+        _line("agentihooks_lease_takeovers_total", {"swarm": entry.name}, taken)
+    ]
+    out["agentihooks_lease_losses_total"] = [
+        _line("agentihooks_lease_losses_total", {"swarm": entry.name}, lost)
+    ]
     if entry.pass_seconds is not None:
         out["agentihooks_pass_duration_seconds"] = [
             _line("agentihooks_pass_duration_seconds", {"swarm": entry.name}, round(entry.pass_seconds, 6))
@@ -90,6 +97,14 @@ GAUGES = {
 }
 
 
+#: Counters of this replica alone (a sum over replicas is the swarm's total).
+LOCAL_COUNTERS = {
+    "agentihooks_lease_takeovers_total": "Times this replica took the swarm's lease with a new epoch "
+    "(lease churn: a healthy holder renews, it does not take again).",
+    "agentihooks_lease_losses_total": "Times this replica lost a lease it held to another holder.",
+}
+
+
 def render(state: ApiState, entries: Iterable[SwarmEntry]) -> str:
     """The whole exposition (blocking: reads Redis)."""
     per: dict[str, list[str]] = {}
@@ -101,4 +116,6 @@ def render(state: ApiState, entries: Iterable[SwarmEntry]) -> str:
         text += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", *per.get(name, [])]
     for name, help_ in GAUGES.items():
         text += [f"# HELP {name} {help_}", f"# TYPE {name} gauge", *per.get(name, [])]
+    for name, help_ in LOCAL_COUNTERS.items():
+        text += [f"# HELP {name} {help_}", f"# TYPE {name} counter", *per.get(name, [])]
     return "\n".join(text) + "\n"

@@ -17,9 +17,13 @@ class _Card:
 
 
 @dataclass
-class _Recovery:  # the two reads render makes, at the edge of a pure test
+class _Recovery:  # the three reads render makes, at the edge of a pure test
     counters: dict[str, int]
     cards_: list[_Card] = field(default_factory=list)
+    churn: tuple[int, int] = (0, 0)
+
+    def lease_churn(self) -> tuple[int, int]:
+        return self.churn
 
     def metrics(self) -> dict[str, int]:
         return self.counters
@@ -47,6 +51,7 @@ def test_every_family_is_rendered_with_help_type_and_labels() -> None:
             "releases:grant": 2,
         },
         [_Card("awaiting decision"), _Card("bound")],
+        (3, 1),
     )
     entry = SwarmEntry('a"b', rec, swarm_with_masters({}), "h", pass_seconds=0.25)  # type: ignore[arg-type]
     text = render(_State(True), [entry])  # type: ignore[arg-type]
@@ -57,8 +62,11 @@ def test_every_family_is_rendered_with_help_type_and_labels() -> None:
     assert 'agentihooks_seats_awaiting_decision{swarm="a\\"b"} 1' in lines
     assert 'agentihooks_lease_held{swarm="a\\"b"} 1' in lines
     assert 'agentihooks_pass_duration_seconds{swarm="a\\"b"} 0.25' in lines
+    assert 'agentihooks_lease_takeovers_total{swarm="a\\"b"} 3' in lines
+    assert 'agentihooks_lease_losses_total{swarm="a\\"b"} 1' in lines
+    assert "# TYPE agentihooks_lease_takeovers_total counter" in lines
     names = [line.split()[2] for line in lines if line.startswith("# TYPE")]
-    assert len(names) == len(set(names)) == 8
+    assert len(names) == len(set(names)) == 10
     assert "releases" not in text
 
 
