@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -16,9 +17,12 @@ from .errors import HttpProblem, bad_request, forbidden, not_published
 from .registry import SwarmEntry
 from .state import ApiState
 
+log = logging.getLogger("agentihooks.api")
 STATE: web.AppKey[ApiState] = web.AppKey("state", ApiState)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 JSON_CAP = 64 * 1024
+#: Arrays and objects a JSON body may nest; the bodies of this API need three at most.
+JSON_MAX_DEPTH = 32
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 
@@ -37,15 +41,73 @@ def answer(data: BaseModel | dict[str, Any] | list[Any], status: int = 200) -> w
     return web.json_response(body, status=status)
 
 
+def too_deep(raw: bytes, limit: int = JSON_MAX_DEPTH) -> bool:
+    """True when ``raw`` has more than ``limit`` arrays or objects open at once (brackets in strings
+    do not count). Checked before parsing: Python's parser recurses once per level and fails with a
+    RecursionError on a deep enough body. Linear in the body, which is at most ``JSON_CAP`` bytes.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # closing quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
+
+
+def _too_large() -> HttpProblem:
+    return HttpProblem(413, "body_too_large", f"the JSON body may be at most {JSON_CAP} bytes")
+
+
+async def read_capped(request: web.Request, cap: int = JSON_CAP) -> bytes:
+    """The whole body, refused with 413 as soon as it is longer than ``cap`` (nothing past it is read)."""
+    if request.content_length is not None and request.content_length > cap:
+        raise _too_large()
+    raw = bytearray()
+    while len(raw) <= cap:
+        chunk = await request.content.read(cap + 1 - len(raw))
+        if not chunk:
+            return bytes(raw)
+        raw += chunk
+    raise _too_large()
+
+
+def route_name(request: web.Request) -> str:
+    """The matched route's template (``/v1/swarms/{swarm}/status``), never the raw path: logs name
+    the route, not what a caller put in it."""
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else "(no route)"
+
+
+def _invalid_body(request: web.Request, why: str) -> HttpProblem:
+    log.info("control API: refused a JSON body on %s %s: %s", request.method, route_name(request), why)
+    return bad_request(f"invalid body: {why}", "invalid_body")
+
+
 async def body_model(request: web.Request, model: type[M]) -> M:
-    """Parse the JSON body as ``model``; 400 naming every wrong field, 413 when too large."""
-    if request.content_length is not None and request.content_length > JSON_CAP:
-        raise HttpProblem(413, "body_too_large", f"the JSON body may be at most {JSON_CAP} bytes")
-    raw = await request.content.read(JSON_CAP + 1)
-    if len(raw) > JSON_CAP:
-        raise HttpProblem(413, "body_too_large", f"the JSON body may be at most {JSON_CAP} bytes")
+    """Parse the JSON body as ``model``: 413 past ``JSON_CAP`` bytes and 400 ``invalid_body`` past
+    ``JSON_MAX_DEPTH`` levels, both before parsing; 400 naming every wrong field."""
+    raw = await read_capped(request)
+    if too_deep(raw):
+        raise _invalid_body(request, f"the JSON nests deeper than {JSON_MAX_DEPTH} levels")
     try:
         data = json.loads(raw or b"null")
+    except RecursionError as e:  # not reached after too_deep; kept so no body can ever answer 500
+        raise _invalid_body(request, "the JSON nests too deep") from e
     except (ValueError, UnicodeDecodeError) as e:
         raise bad_request("the body is not valid JSON", "invalid_json") from e
     try:
