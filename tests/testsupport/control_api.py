@@ -24,6 +24,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, ControlServer, SwarmRegistry, start_control_api
 from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.limits import ServerLimits
 from agentihooks_operator.recovery import CrashAt, InjectedFault, LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 
@@ -53,12 +54,17 @@ class Secrets:
 
 
 @contextmanager
-def live_api(state: ApiState) -> Iterator[ControlServer]:
-    """Serve ``state`` on 127.0.0.1 (free port) in a background thread until the block ends."""
+def live_api(state: ApiState, limits: ServerLimits | None = None) -> Iterator[ControlServer]:
+    """Serve ``state`` on 127.0.0.1 (free port) in a background thread until the block ends.
+
+    ``limits`` default to the ``AGENTIHOOKS_CONTROL_*`` settings of the environment, as in the operator.
+    """
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="control-api", daemon=True)
     thread.start()
-    started: Future[Any] = asyncio.run_coroutine_threadsafe(start_control_api(state, "127.0.0.1", 0), loop)
+    started: Future[Any] = asyncio.run_coroutine_threadsafe(
+        start_control_api(state, "127.0.0.1", 0, limits), loop
+    )
     server: ControlServer = started.result(timeout=30)
     try:
         yield server
@@ -76,6 +82,7 @@ MASTER_B = "master@example-2"
 @dataclass
 class World:
     url: str
+    server: ControlServer
     client: redis.Redis
     store: LocalStore
     launcher: MemoryLauncher
@@ -159,7 +166,7 @@ class World:
 
 
 @contextmanager
-def make_world(redis_url: str, tmp_path: Path) -> Iterator[World]:
+def make_world(redis_url: str, tmp_path: Path, limits: ServerLimits | None = None) -> Iterator[World]:
     """Two swarms (``swarm-a``, ``swarm-b``) on a live API; see ``tests/integration/api``."""
     client = redis.Redis.from_url(redis_url)
     root = tmp_path / "store"
@@ -180,8 +187,8 @@ def make_world(redis_url: str, tmp_path: Path) -> Iterator[World]:
         store=store,
         events_poll_seconds=0.1,
     )
-    with live_api(state) as server:
-        w = World(server.url, client, store, launcher, registry, state, tmp_path, tokens)
+    with live_api(state, limits) as server:
+        w = World(server.url, server, client, store, launcher, registry, state, tmp_path, tokens)
         for swarm, master, secret in (("swarm-a", MASTER_A, "master-a"), ("swarm-b", MASTER_B, "master-b")):
             spec = swarm_with_masters({master: secret})
             r = Recovery(client, swarm, holder="ctl-a", catalog=store, launcher=launcher)

@@ -12,16 +12,30 @@ import redis
 from aiohttp import web
 
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
-from .common import STATE, Handler
+from .common import BODY_TIMEOUT, STATE, Handler
 from .errors import HttpProblem, not_leader
 from .routes import ROUTES
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
+#: Headers on every answer of the API (the ledger page adds its own policy on top).
+API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 def _problem(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response({"error": code, "message": message}, status=status, headers=headers)
+
+
+async def _closing(request: web.Request, problem: HttpProblem) -> web.StreamResponse:
+    """Answer ``problem`` and close the connection at once (a body that stopped arriving is not
+    waited for, as aiohttp would otherwise do for a few seconds)."""
+    headers = {k: v for k, v in problem.headers.items() if k.lower() != "connection"}
+    resp = _problem(problem.status, problem.code, problem.message, headers)
+    resp.force_close()
+    await resp.prepare(request)
+    await resp.write_eof()
+    request.protocol.force_close()
+    return resp
 
 
 @web.middleware
@@ -29,6 +43,8 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     try:
         return await handler(request)
     except HttpProblem as e:
+        if e.headers.get("Connection", "").lower() == "close":
+            return await _closing(request, e)
         return _problem(e.status, e.code, e.message, e.headers)
     except RecoveryRefused as e:
         return _problem(409, e.reason, e.message)
@@ -49,10 +65,14 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         return _problem(500, "internal", "internal error")
 
 
-def create_app(state: ApiState) -> web.Application:
-    """The control API for ``state``; serve it with :func:`.server.start_control_api`."""
+def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
+    """The control API for ``state``; serve it with :func:`.server.start_control_api`.
+
+    ``body_timeout``: seconds a JSON body may take to arrive (for uploads, the longest pause).
+    """
     app = web.Application(middlewares=[problems], client_max_size=64 * 1024)
     app[STATE] = state
+    app[BODY_TIMEOUT] = body_timeout
     for route in ROUTES:
         app.router.add_route(route.method, route.path, route.handler)
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one

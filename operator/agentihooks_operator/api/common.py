@@ -19,6 +19,8 @@ from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
 STATE: web.AppKey[ApiState] = web.AppKey("state", ApiState)
+#: Seconds a JSON body may take to arrive in full (for an upload: the longest pause between bytes).
+BODY_TIMEOUT: web.AppKey[float] = web.AppKey("body_timeout", float)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 JSON_CAP = 64 * 1024
 #: Arrays and objects a JSON body may nest; the bodies of this API need three at most.
@@ -73,16 +75,35 @@ def _too_large() -> HttpProblem:
     return HttpProblem(413, "body_too_large", f"the JSON body may be at most {JSON_CAP} bytes")
 
 
+def body_timeout(request: web.Request) -> HttpProblem:
+    """The body stopped arriving: 408 and the connection is closed (the rest is not waited for)."""
+    log.info(
+        "control API: a request body on %s %s did not arrive in time", request.method, route_name(request)
+    )
+    seconds = request.app[BODY_TIMEOUT]
+    return HttpProblem(
+        408,
+        "body_timeout",
+        f"the request body did not arrive within {seconds:g} seconds",
+        headers={"Connection": "close"},
+    )
+
+
 async def read_capped(request: web.Request, cap: int = JSON_CAP) -> bytes:
-    """The whole body, refused with 413 as soon as it is longer than ``cap`` (nothing past it is read)."""
+    """The whole body, refused with 413 as soon as it is longer than ``cap`` (nothing past it is read)
+    and with 408 when it has not arrived within the body timeout."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large()
     raw = bytearray()
-    while len(raw) <= cap:
-        chunk = await request.content.read(cap + 1 - len(raw))
-        if not chunk:
-            return bytes(raw)
-        raw += chunk
+    try:
+        async with asyncio.timeout(request.app[BODY_TIMEOUT]):
+            while len(raw) <= cap:
+                chunk = await request.content.read(cap + 1 - len(raw))
+                if not chunk:
+                    return bytes(raw)
+                raw += chunk
+    except TimeoutError as e:
+        raise body_timeout(request) from e
     raise _too_large()
 
 

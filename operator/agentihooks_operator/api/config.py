@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .auth import sha256_hex
+from .limits import ServerLimits
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -28,6 +29,21 @@ class ApiConfig(BaseSettings):
     checkpoint_object_cap: int = Field(default=2 * 1024**3, ge=1)
     #: How often ``events?follow=true`` looks for new events (seconds).
     events_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    #: Seconds for a request line and headers to arrive (from the connection's start, or from the
+    #: first byte of a later request); the client then gets 408 and the connection is closed.
+    control_header_timeout: float = Field(default=10.0, gt=0, le=600)
+    #: Seconds an idle connection is kept open between requests.
+    control_keepalive_timeout: float = Field(default=75.0, gt=0, le=3600)
+    #: Seconds for a JSON body to arrive in full; for an upload, the longest pause between its bytes.
+    control_body_timeout: float = Field(default=30.0, gt=0, le=3600)
+    #: Connections open at once; past it new clients wait in the listen queue (then are refused).
+    control_max_connections: int = Field(default=256, ge=1, le=65536)
+    #: Length of the listen queue for clients waiting past the connection cap.
+    control_backlog: int = Field(default=128, ge=1, le=65536)
+    #: Longest request line and longest header line (bytes), and most header lines per request.
+    control_max_line_size: int = Field(default=8190, ge=1024, le=65536)
+    control_max_field_size: int = Field(default=8190, ge=1024, le=65536)
+    control_max_headers: int = Field(default=128, ge=8, le=1024)
 
     @field_validator("operator_token_sha256")
     @classmethod
@@ -35,6 +51,19 @@ class ApiConfig(BaseSettings):
         if v is not None and not _HEX64.fullmatch(v.strip().lower()):
             raise ValueError("AGENTIHOOKS_OPERATOR_TOKEN_SHA256 must be 64 hex digits")
         return v.strip().lower() if v else None
+
+    def limits(self) -> ServerLimits:
+        """The listener's timeouts and caps (:class:`.server.ServerLimits`)."""
+        return ServerLimits(
+            header_timeout=self.control_header_timeout,
+            keepalive_timeout=self.control_keepalive_timeout,
+            body_timeout=self.control_body_timeout,
+            max_connections=self.control_max_connections,
+            backlog=self.control_backlog,
+            max_line_size=self.control_max_line_size,
+            max_field_size=self.control_max_field_size,
+            max_headers=self.control_max_headers,
+        )
 
     def operator_hash(self) -> str | None:
         """The sha256 (hex) of the operator token, or ``None`` when the operator role is disabled."""

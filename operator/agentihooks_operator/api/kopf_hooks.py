@@ -113,7 +113,9 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         key_prefix=operator.swarm_key_prefix,
     )
     try:
-        memo[SERVER] = await start_control_api(state, config.control_host, config.control_port)
+        memo[SERVER] = await start_control_api(
+            state, config.control_host, config.control_port, config.limits()
+        )
     except OSError as e:
         log.error(
             "control API cannot listen on port %s (%s); running without it", config.control_port, e.strerror

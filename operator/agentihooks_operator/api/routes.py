@@ -77,7 +77,10 @@ WORKER_RETRY: dict[int, tuple[str, Body]] = {
         "json",
     )
 }
-LARGE: dict[int, tuple[str, Body]] = {413: ("the JSON body is larger than 64 KiB", "json")}
+LARGE: dict[int, tuple[str, Body]] = {
+    408: ("body_timeout: the body did not arrive within the body timeout (the connection is closed)", "json"),
+    413: ("the JSON body is larger than 64 KiB", "json"),
+}
 SWARM_READ = {**DENIED, 404: ("unknown swarm or seat", "json"), **RETRY}
 WORKER = {
     **DENIED,
@@ -192,6 +195,7 @@ ROUTES: tuple[Route, ...] = (
         "octet",
         {
             201: ("written", WrittenAnswer),
+            408: ("body_timeout: the upload paused longer than the body timeout", "json"),
             409: ("already committed", "json"),
             413: ("too large", "json"),
             **STORE,

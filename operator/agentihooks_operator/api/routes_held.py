@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..recovery import HeldStep, RecoveryProgress, ResumeRefused
 from .common import answer, blocking, body_model, operator_only, state_of
 from .registry import SwarmEntry
-from .routes import DENIED, Body, Route
+from .routes import DENIED, LARGE, Body, Route
 from .state import ApiState
 
 CALL = re.compile(r"^rc-[0-9a-f]{16}$")
@@ -148,7 +148,8 @@ HELD_ROUTES: tuple[Route, ...] = (
             404: (NOT_FOUND, ResumeProblem),
             409: ("plan_changed", ResumeProblem),
             401: DENIED[401],
-            413: ("the JSON body is larger than 64 KiB", "json"),
+            408: LARGE[408],
+            413: LARGE[413],
             **_RETRY,
         },
     ),

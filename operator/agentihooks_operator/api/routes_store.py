@@ -9,6 +9,7 @@ Bodies stream through a size cap; anything refused leaves the store untouched.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from aiohttp import web
 
 from ..recovery.keys import SwarmKeys
 from ..recovery.records import AttemptRecord
-from .common import answer, blocking, state_of, worker_of
+from .common import BODY_TIMEOUT, answer, blocking, body_timeout, state_of, worker_of
 from .errors import HttpProblem, bad_request, forbidden, not_found
 from .schemas import KeysAnswer, SizeAnswer, WrittenAnswer
 from .store_rules import Named, StoreKey, check_scope_params, named_checkpoint, own_scope, parse_key, readable
@@ -163,6 +164,15 @@ def _too_large(cap: int) -> HttpProblem:
     return HttpProblem(413, "too_large", f"this upload may be at most {cap} bytes")
 
 
+async def _next_chunk(request: web.Request) -> bytes:
+    """The next piece of an upload (empty at its end); 408 when none comes within the body timeout."""
+    try:
+        async with asyncio.timeout(request.app[BODY_TIMEOUT]):
+            return await request.content.read(CHUNK)
+    except TimeoutError as e:
+        raise body_timeout(request) from e
+
+
 async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
     """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed)."""
     if request.content_length is not None and request.content_length > cap:
@@ -173,7 +183,7 @@ async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
     size = 0
     try:
         with os.fdopen(fd, "wb") as out:
-            async for chunk in request.content.iter_chunked(CHUNK):
+            while chunk := await _next_chunk(request):
                 size += len(chunk)
                 if size > cap:
                     raise _too_large(cap)

@@ -3,17 +3,267 @@
 :func:`start_control_api` binds and returns a :class:`ControlServer` to stop
 later; :func:`run_control_api` is a blocking entry for demos and tools that run
 the API without kopf around it.
+
+The listener is guarded against slow and idle clients (:class:`ServerLimits`,
+set by the ``AGENTIHOOKS_CONTROL_*`` settings):
+
+- **Header timeout.** A connection's request line and headers must arrive in
+  full within ``header_timeout`` seconds of the connection opening, or of the
+  first byte of each later request on it; else the connection is answered
+  ``408`` and closed. aiohttp has no such timer of its own (only its keep-alive
+  timer, which starts at the last answer and is meant for idle connections), so
+  :class:`GuardedHandler` adds one.
+- **Keep-alive timeout.** An idle connection between requests is closed after
+  ``keepalive_timeout`` seconds (aiohttp's own timer).
+- **Connection cap with backpressure.** At most ``max_connections`` connections
+  are open at once. Past the cap the listener stops accepting: new clients wait
+  in the kernel's listen queue (``backlog``) until a connection closes, and past
+  that the kernel refuses them. The process never holds more sockets than the
+  cap, whatever clients do.
+- **Request line and header sizes** are aiohttp's limits, made settings.
+  Malformed or oversized request heads are answered 400 with the API's JSON
+  error, logged once at INFO, without a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
-from .app import create_app
+from .app import API_HEADERS, create_app
+from .limits import ServerLimits
 from .state import ApiState
+
+log = logging.getLogger("agentihooks.api")
+
+
+def _timeout_answer() -> bytes:
+    body = json.dumps(
+        {"error": "header_timeout", "message": "the request line and headers did not arrive in time"}
+    ).encode()
+    head = [
+        "HTTP/1.1 408 Request Timeout",
+        "Content-Type: application/json; charset=utf-8",
+        *(f"{k}: {v}" for k, v in API_HEADERS.items()),
+        "Connection: close",
+        f"Content-Length: {len(body)}",
+    ]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+TIMEOUT_ANSWER = _timeout_answer()
+
+
+class GuardedHandler(RequestHandler):
+    """aiohttp's connection protocol with a header-read timer and a slot it gives back when closed.
+
+    The timer is armed when the connection opens and when the first byte of a request arrives on an
+    idle connection; it is disarmed as soon as aiohttp has parsed a whole request head. When it
+    fires with no new request parsed, the client gets ``408`` and the connection is closed.
+    """
+
+    __slots__ = ("_header_timeout", "_header_timer", "_on_closed")
+
+    def __init__(
+        self,
+        manager: web.Server,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        header_timeout: float,
+        on_closed: Callable[[], None],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(manager, loop=loop, **kwargs)
+        self._header_timeout = header_timeout
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._on_closed: Callable[[], None] | None = on_closed
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._header_timer = self._loop.call_later(
+            self._header_timeout, self._header_expired, self._request_count
+        )
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_expired(self, parsed: int) -> None:
+        self._header_timer = None
+        if self._request_count != parsed or self._request_in_progress or self.transport is None:
+            return
+        log.info("control API: closed a connection whose request head did not arrive in time")
+        self.transport.write(TIMEOUT_ANSWER)
+        self.force_close()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        parsed = self._request_count
+        if data and self._header_timer is None and not self._request_in_progress and not self._messages:
+            self._arm()
+        super().data_received(data)
+        if self._request_count != parsed:
+            self._disarm()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._disarm()
+        try:
+            super().connection_lost(exc)
+        finally:
+            closed, self._on_closed = self._on_closed, None
+            if closed is not None:
+                closed()
+
+    def handle_error(
+        self,
+        request: BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """A request aiohttp could not parse (or, never expected, a handler that raised past the
+        API's middleware): the API's JSON error, one log line without a traceback or the input."""
+        if request.writer.output_size > 0:
+            raise ConnectionError("an answer was already started; the connection is dropped")
+        what = type(exc).__name__ if exc is not None else str(status)
+        if status >= 500:
+            log.error("control API: a request failed outside the route handlers (%s)", what)
+            body = {"error": "internal", "message": "internal error"}
+        else:
+            log.info("control API: refused a malformed request head (%s)", what)
+            body = {
+                "error": "malformed_request",
+                "message": "the request line or a header is malformed or too long",
+            }
+        resp = web.json_response(body, status=status, headers=API_HEADERS)
+        resp.force_close()
+        return resp
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        exc = kw.get("exc_info")
+        what = type(exc).__name__ if isinstance(exc, BaseException) else "error"
+        log.warning("control API: a connection failed (%s)", what)
+
+
+class CappedSite(web.BaseSite):
+    """A TCP listener that holds at most ``limits.max_connections`` connections at once.
+
+    It accepts in its own loop: one slot of a semaphore per open connection, given back when the
+    connection closes. With every slot taken it stops accepting, so clients queue in the kernel.
+    """
+
+    __slots__ = ("_accepting", "_handler_args", "_host", "_limits", "_open", "_port", "_slots", "_sock")
+
+    def __init__(
+        self, runner: web.AppRunner, host: str, port: int, limits: ServerLimits, handler_args: dict[str, Any]
+    ) -> None:
+        super().__init__(runner, backlog=limits.backlog)
+        self._host = host
+        self._port = port
+        self._limits = limits
+        self._handler_args = handler_args
+        self._sock: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(limits.max_connections)
+        self._open = 0
+
+    @property
+    def name(self) -> str:
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1]) if self._sock is not None else self._port
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not closed yet (never more than the cap)."""
+        return self._open
+
+    async def start(self) -> None:
+        await super().start()
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        sock = socket.create_server((self._host, self._port), family=family, backlog=self._limits.backlog)
+        sock.setblocking(False)
+        self._sock = sock
+        self._accepting = asyncio.get_running_loop().create_task(self._accept_forever())
+
+    async def stop(self) -> None:
+        if self._accepting is not None:
+            self._accepting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._accepting
+            self._accepting = None
+        if self._sock is not None:
+            self._sock.close()
+        await super().stop()
+
+    def _release(self) -> Callable[[], None]:
+        """Give the connection's slot back, once, when it closes."""
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self._open -= 1
+                self._slots.release()
+
+        return release
+
+    def _protocol(self, server: web.Server, release: Callable[[], None]) -> Callable[[], GuardedHandler]:
+        loop = asyncio.get_running_loop()
+
+        def make() -> GuardedHandler:
+            return GuardedHandler(
+                server,
+                loop=loop,
+                header_timeout=self._limits.header_timeout,
+                on_closed=release,
+                **self._handler_args,
+            )
+
+        return make
+
+    async def _accept_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        server = self._runner.server
+        assert server is not None
+        while True:
+            await self._slots.acquire()
+            try:
+                conn, _ = await loop.sock_accept(self._sock)
+            except asyncio.CancelledError:
+                self._slots.release()
+                raise
+            except OSError as e:  # out of file descriptors, or the client went away before accept
+                self._slots.release()
+                log.warning("control API: accepting a connection failed (%s)", type(e).__name__)
+                await asyncio.sleep(0.1)
+                continue
+            self._open += 1
+            release = self._release()
+            try:
+                await loop.connect_accepted_socket(self._protocol(server, release), sock=conn)
+            except (OSError, RuntimeError) as e:
+                conn.close()
+                release()
+                log.warning("control API: a new connection failed (%s)", type(e).__name__)
 
 
 @dataclass
@@ -21,29 +271,57 @@ class ControlServer:
     runner: web.AppRunner
     host: str
     port: int
+    site: CappedSite | None = None
 
     @property
     def url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host  # noqa: S104
         return f"http://{host}:{self.port}"
 
+    @property
+    def open_connections(self) -> int:
+        return self.site.open_connections if self.site is not None else 0
+
     async def stop(self) -> None:
         await self.runner.cleanup()
 
 
-async def start_control_api(state: ApiState, host: str = "127.0.0.1", port: int = 8080) -> ControlServer:
-    """Serve the API on ``host:port`` (port 0 picks a free one) and return the running server."""
+def default_limits() -> ServerLimits:
+    """The limits the ``AGENTIHOOKS_CONTROL_*`` settings give (documented defaults otherwise)."""
+    from .config import ApiConfig
+
+    return ApiConfig().limits()
+
+
+async def start_control_api(
+    state: ApiState, host: str = "127.0.0.1", port: int = 8080, limits: ServerLimits | None = None
+) -> ControlServer:
+    """Serve the API on ``host:port`` (port 0 picks a free one) and return the running server.
+
+    ``limits`` defaults to the ``AGENTIHOOKS_CONTROL_*`` settings of the environment.
+    """
+    limits = limits or default_limits()
+    handler_args: dict[str, Any] = {
+        "access_log": None,
+        "keepalive_timeout": limits.keepalive_timeout,
+        "max_line_size": limits.max_line_size,
+        "max_field_size": limits.max_field_size,
+        "max_headers": limits.max_headers,
+    }
     runner = web.AppRunner(
-        create_app(state), access_log=None, handler_cancellation=True, shutdown_timeout=2.0
+        create_app(state, limits.body_timeout),
+        handler_cancellation=True,
+        shutdown_timeout=2.0,
+        **handler_args,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = port
-    server = getattr(site, "_server", None)
-    if server is not None and server.sockets:
-        bound = int(server.sockets[0].getsockname()[1])
-    return ControlServer(runner, host, bound)
+    site = CappedSite(runner, host, port, limits, handler_args)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return ControlServer(runner, host, site.port, site)
 
 
 def run_control_api(state: ApiState, host: str = "127.0.0.1", port: int = 8080) -> None:
