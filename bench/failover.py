@@ -1,27 +1,37 @@
-"""Benchmark failover: from the status patch that kills a worker Pod to its replacement's create.
+"""Benchmark failover on a real control plane: from the status patch killing a worker Pod to its replacement.
 
-The real operator (``agentihooks_operator.main.run`` in its own process, so it
-does not share a CPU with the API server) runs against kmock's emulated
-Kubernetes API over HTTP and a private redis-server. Every failed attempt held
-a native session (written as its heartbeat would) and has a native checkpoint
-listed, so recovery goes the whole way without a human: fence, releases,
-retire, decision, launch. The clock stops when the replacement Pod's create
-request reaches the API server (noted by the emulator as it arrives).
+Servers: etcd + kube-apiserver (RBAC, audit log) + kube-controller-manager at
+the version ``scripts/control-plane.sh`` pins, started for this run on
+loopback, and a private redis-server. The real operator
+(``agentihooks_operator.main.run`` in its own process, so it does not share
+the benchmark's interpreter) runs with the chart's RBAC as its only rights: its
+kubeconfig holds a TokenRequest token of the chart's ServiceAccount, and it
+watches the benchmark's namespace only (Pod Security ``restricted``). Every
+failed attempt held a native session (written as its heartbeat would) and has
+a native checkpoint listed, so recovery goes the whole way without a human:
+fence, releases, retire, decision, launch.
 
-Scenarios: one failure at a time (repeated ``--rounds`` times on one seat),
-and ``--seats`` (default 100) simultaneous failures in one swarm. Baseline:
-one Pod status patch plus the watch event it produces. The emulator slows down
-as objects pile up, so the baseline each scenario is compared with is measured
-on the same emulator immediately before that scenario (same object count); the
-baseline on the fresh emulator is printed too, for context. Figures are
-p50/p99, printed as ratios to the baseline's p50/p99. Not a test: it asserts
-nothing. ``--profile`` writes the operator's per-pass timings to its log.
+Failure: the simulated kubelet binds every seat's Pod to a Node it keeps
+alive, writes it Running, then writes OOMKilled through the status
+subresource. Clock: it starts just before that status patch is sent and stops
+when the replacement Pod's ADDED event arrives on a watch of the namespace's
+Pods held by this process (timestamped on arrival). That is one watch
+delivery later than the create reaching the API server; the audit log's
+``requestReceivedTimestamp`` of each create is printed beside it for context.
 
-The emulator serves one request at a time, so it cannot show overlapping
-Kubernetes calls paying off. ``--core-latency-ms N`` instead runs the recovery
-core alone (real Redis, ``Recovery.reconcile``) with an in-memory launcher
-whose every call takes N ms, as against an API server that serves requests in
-parallel, and prints ``--seats`` failures as a ratio to one failure.
+Scenarios (``--sizes``, default 1,10,100): 1 failure, repeated ``--rounds``
+times on a one-seat swarm; 10 and 100 simultaneous failures, each in a swarm
+of that many seats, all Pods killed at once. Baseline: one Pod status patch
+plus the watch event it produces (a probe Pod in the same namespace, its own
+watch), ``--samples`` times on the same API server immediately before each
+round of each scenario, so it sees the same stored objects and the same idle
+operator. Figures are p50/p99, printed absolute and as ratios to that
+baseline's p50/p99. Not a test: it asserts nothing. ``--profile`` writes the
+operator's per-pass and per-call timings to its log (kept with ``--keep``).
+
+``--core-latency-ms N`` instead runs the recovery core alone (real Redis,
+``Recovery.reconcile``, no Kubernetes) with an in-memory launcher whose every
+call takes N ms, and prints ``--seats`` failures as a ratio to one failure.
 """
 
 from __future__ import annotations
@@ -31,154 +41,62 @@ import asyncio
 import json
 import logging
 import os
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import kmock
+import httpx
 import redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
-from agentihooks_checkpoint.catalog import CheckpointSummary
-from agentihooks_checkpoint.scope import StoreScope
+import realplane
 from agentihooks_operator.recovery.keys import SwarmKeys
+from realplane import (
+    EXE,
+    GEN,
+    MERGE,
+    NODE,
+    SESSION,
+    TAG,
+    BenchKubelet,
+    NativeCatalog,
+    PodWatch,
+    StatusProbe,
+    note,
+    pct,
+)
 from testsupport import kubelet as kl
-from testsupport.kube import Cluster, emulated_cluster, eventually
-from testsupport.kubelet import Kubelet
-from testsupport.redis_server import RedisServer
-
-SESSION = "sess-bench"
-TAG = "2.1.0"
-GEN = "swarm.agentihooks.io/generation"
-SEAT = "swarm.agentihooks.io/seat"
-EXE = "swarm.agentihooks.io/execution-id"
+from testsupport.node import _named_after
+from testsupport.realcluster import RealCluster
+from testsupport.redis_server import RedisServer, free_port
 
 
-class TimedEmulator(kmock.KubernetesEmulator):
-    """Notes when each Pod create request reaches the server (before it is handled), with its seat."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        object.__setattr__(self, "created", {})
-
-    async def _handle(self, request: Any) -> Any:
-        if request.resource is not None and request.resource.plural == "pods" and request.method == "POST":
-            meta = (request.data or {}).get("metadata", {})
-            if meta.get("name") and meta.get("annotations", {}).get(SEAT):
-                self.created.setdefault(  # type: ignore[attr-defined]
-                    meta["name"], (time.perf_counter(), meta["annotations"][SEAT], int(meta["labels"][GEN]))
-                )
-        return await super()._handle(request)
+@dataclass
+class Scenario:
+    label: str
+    objects: int
+    baseline: list[float]
+    latencies: list[float]
+    audit: list[float]
+    #: Kill answered (the OOMKilled status stored) -> the replacement's ADDED event.
+    after_answer: list[float] = field(default_factory=list)
+    #: The longest time from a round's first kill sent to its last kill answered.
+    spread: float = 0.0
 
 
-class NativeCatalog:
-    """Lists one complete native checkpoint for whichever attempt is asked about."""
-
-    def list_checkpoints(
-        self, scope: StoreScope, *, execution_id: str | None = None
-    ) -> list[CheckpointSummary]:
-        if execution_id is None:
-            return []
-        return [
-            CheckpointSummary(
-                checkpoint_id="ckpt-1",
-                checkpoint_sequence=1,
-                execution_id=execution_id,
-                task_id=scope.task_id,
-                task_generation=scope.task_generation,
-                execution_generation=1,
-                compatibility_key=TAG,
-                harness="claude",
-                native=True,
-                native_session_id=SESSION,
-                watermark=10,
-                complete=True,
-                created_at="2026-11-30T08:00:00Z",
-            )
-        ]
-
-
-def spec(seats: int) -> dict[str, Any]:
-    return {
-        "image": f"ghcr.io/agentihooks/worker:{TAG}",
-        "harness": {"name": "claude", "command": ["claude"]},
-        "seats": [
-            {"name": f"s-{i}", "project": "github.com/acme/app", "task": {"id": f"t-{i}", "text": "x"}}
-            for i in range(seats)
-        ],
-        "recovery": {"automation": True, "passIntervalSeconds": 2},
-    }
-
-
-def note(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-async def baseline(cluster: Cluster, samples: int) -> list[float]:
-    """Status patch → its MODIFIED watch event, on a Pod nobody else cares about."""
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": "default"}}
-    (await cluster.http.post("/api/v1/namespaces/default/pods", json=body)).raise_for_status()
-    out: list[float] = []
-    async with cluster.http.stream(
-        "GET", "/api/v1/namespaces/default/pods?watch=true", timeout=None
-    ) as stream:
-        lines = stream.aiter_lines()
-        for i in range(samples):
-            t0 = time.perf_counter()
-            r = await cluster.http.patch(
-                "/api/v1/namespaces/default/pods/probe/status",
-                json={"status": {"message": f"probe-{i}"}},
-                headers={"Content-Type": "application/merge-patch+json"},
-            )
-            r.raise_for_status()
-            async for line in lines:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                obj = event.get("object", {})
-                if obj.get("metadata", {}).get("name") == "probe" and obj.get("status", {}).get(
-                    "message"
-                ) == (f"probe-{i}"):
-                    out.append(time.perf_counter() - t0)
-                    break
-    (await cluster.http.delete("/api/v1/namespaces/default/pods/probe")).raise_for_status()
-    return out
-
-
-async def current(cluster: Cluster, swarm: str, seats: int) -> dict[str, dict[str, Any]]:
-    """The newest Pod of each seat, once every seat has one."""
-
-    async def newest() -> dict[str, dict[str, Any]] | None:
-        by_seat: dict[str, dict[str, Any]] = {}
-        for p in await cluster.pods(swarm):
-            seat = p["metadata"]["annotations"][SEAT]
-            if seat not in by_seat or int(p["metadata"]["labels"][GEN]) > int(
-                by_seat[seat]["metadata"]["labels"][GEN]
-            ):
-                by_seat[seat] = p
-        return by_seat if len(by_seat) == seats else None
-
-    return dict(await eventually(newest, timeout=300, interval=0.5, what=f"{seats} Pods of {swarm}"))
-
-
-async def make_running(kubelet: Kubelet, redis_url: str, swarm: str, pods: dict[str, Any]) -> None:
-    """Start every Pod, and record the native session each attempt holds (what its heartbeat says)."""
+async def make_running(kubelet: BenchKubelet, redis_url: str, swarm: str, pods: dict[str, Any]) -> None:
+    """Bind and start every Pod, and record the native session each attempt holds (its heartbeat)."""
     gate = asyncio.Semaphore(8)
 
     async def start(pod: dict[str, Any]) -> None:
         async with gate:
-            await kubelet.set_status(pod["metadata"]["name"], kl.running(), node_name="node-1")
+            await kubelet.set_status(pod["metadata"]["name"], kl.running(), node_name=NODE)
 
     await asyncio.gather(*(start(p) for p in pods.values()))
     client = redis.Redis.from_url(redis_url)
@@ -188,106 +106,257 @@ async def make_running(kubelet: Kubelet, redis_url: str, swarm: str, pods: dict[
     client.close()
 
 
-async def fail_all(
-    cluster: Cluster, emulator: TimedEmulator, kubelet: Kubelet, swarm: str, pods: dict[str, Any]
+def _stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def audit_latencies(
+    cluster: RealCluster, wanted: dict[str, str], started_wall: dict[str, float]
 ) -> list[float]:
-    """Kill every Pod in ``pods`` at once; latency of each seat's replacement create."""
-    started: dict[str, float] = {}
+    """Kill → the replacement's create received by the API server (``requestReceivedTimestamp``)."""
+    out: list[float] = []
+    for event in cluster.plane.audit_events():
+        ref = event.get("objectRef") or {}
+        if event.get("verb") != "create" or ref.get("resource") != "pods" or ref.get("subresource"):
+            continue
+        seat = wanted.get(str(ref.get("name") or ""))
+        if seat is not None and event.get("requestReceivedTimestamp"):
+            out.append(_stamp(event["requestReceivedTimestamp"]) - started_wall[seat])
+    return out
+
+
+async def fail_all(
+    cluster: RealCluster, watch: PodWatch, swarm: str, pods: dict[str, Any], within: float
+) -> tuple[list[float], list[float], list[float], float]:
+    """Kill every Pod in ``pods`` at once. Each seat's latency to its replacement: from its kill sent
+    (watch; audit), from its kill answered (watch); and how long after the first kill was sent the
+    last one was answered."""
     old_gen = {seat: int(p["metadata"]["labels"][GEN]) for seat, p in pods.items()}
-
-    async def kill(seat: str, pod: dict[str, Any]) -> None:
-        started[seat] = time.perf_counter()
-        await kubelet.set_status(pod["metadata"]["name"], kl.oom_killed())
-
-    await asyncio.gather(*(kill(seat, p) for seat, p in pods.items()))
-
-    def replaced() -> dict[str, float] | None:  # in memory: no polling load on the API server
-        found = {
-            seat: at
-            for at, seat, gen in emulator.created.values()  # type: ignore[attr-defined]
-            if seat in pods and gen == old_gen[seat] + 1
+    paths = {
+        seat: f"/api/v1/namespaces/{cluster.namespace}/pods/{p['metadata']['name']}"
+        for seat, p in pods.items()
+    }
+    started: dict[str, float] = {}
+    started_wall: dict[str, float] = {}
+    answered: dict[str, float] = {}
+    n = len(pods)
+    # One warm connection per Pod, so no kill waits for a TLS handshake or a free connection.
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    async with httpx.AsyncClient(
+        base_url=cluster.url, verify=cluster.plane.tls(), timeout=30, limits=limits
+    ) as http:
+        current = await asyncio.gather(*(http.get(paths[seat]) for seat in pods))
+        bodies = {
+            seat: {
+                "status": {k: None for k in ("reason", "message", "containerStatuses", "conditions")}
+                | _named_after(r.raise_for_status().json(), kl.oom_killed())
+            }
+            for seat, r in zip(pods, current, strict=True)
         }
-        return found if len(found) == len(pods) else None
 
-    created = await eventually(replaced, timeout=300, interval=0.02, what="replacements")
-    return [created[s] - started[s] for s in pods]
+        async def kill(seat: str) -> None:
+            started_wall[seat] = time.time()
+            started[seat] = time.perf_counter()
+            r = await http.patch(paths[seat] + "/status", json=bodies[seat], headers=MERGE)
+            r.raise_for_status()
+            answered[seat] = time.perf_counter()
+
+        await asyncio.gather(*(kill(seat) for seat in pods))
+    spread = max(answered.values()) - min(started.values())
+    deadline = time.monotonic() + within
+    while True:
+        found = {
+            a.seat: (name, a.at)
+            for name, a in list(watch.added.items())
+            if a.swarm == swarm and a.seat in old_gen and a.generation == old_gen[a.seat] + 1
+        }
+        if len(found) == n:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{swarm}: {len(found)} of {n} replacements within {within:.0f} s")
+        await asyncio.sleep(0.02)
+    by_watch = [found[s][1] - started[s] for s in pods]
+    after_answer = [found[s][1] - answered[s] for s in pods]
+    wanted = {name: seat for seat, (name, _) in found.items()}
+    for _ in range(20):  # a create's audit line is written as its response completes: maybe not yet
+        by_audit = await asyncio.to_thread(audit_latencies, cluster, wanted, started_wall)
+        if len(by_audit) >= n:
+            break
+        await asyncio.sleep(0.1)
+    return by_watch, by_audit, after_answer, spread
 
 
-async def run(args: argparse.Namespace) -> None:
-    work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
+async def scenario(
+    args: argparse.Namespace,
+    cluster: RealCluster,
+    kubelet: BenchKubelet,
+    watch: PodWatch,
+    probe: StatusProbe,
+    redis_url: str,
+    size: int,
+) -> Scenario:
+    name = "one" if size == 1 else f"swarm-{size}"
+    rounds = args.rounds if size == 1 else args.swarm_rounds
+    note(f"{size} seat(s): creating Swarm {name}")
+    await cluster.create_swarm(name, realplane.swarm_spec(size))
+    out = Scenario(
+        label="1 failure" if size == 1 else f"{size} simultaneous failures",
+        objects=0,
+        baseline=[],
+        latencies=[],
+        audit=[],
+    )
+    for i in range(rounds):
+        pods = await watch.wait_newest(name, size, i + 1, within=args.wait)
+        await make_running(kubelet, redis_url, name, pods)
+        await asyncio.sleep(args.settle)  # the pass our Running patches triggered is over
+        out.objects = await realplane.object_count(cluster)
+        out.baseline += await probe.measure(args.samples)
+        note(f"{name}: failing {size} Pod(s) at once (round {i + 1} of {rounds})")
+        by_watch, by_audit, after_answer, spread = await fail_all(
+            cluster, watch, name, pods, within=args.wait
+        )
+        out.latencies += by_watch
+        out.audit += by_audit
+        out.after_answer += after_answer
+        out.spread = max(out.spread, spread)
+    return out
+
+
+def operator_env(cluster: RealCluster, redis_url: str, profile: bool) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "AGENTIHOOKS_REDIS_URL": redis_url,
+        "AGENTIHOOKS_OPERATOR_ID": "op-bench",
+        "AGENTIHOOKS_NAMESPACES": cluster.namespace,
+        "AGENTIHOOKS_SCAN_NAMESPACES": "false",
+        "AGENTIHOOKS_LEASE_MS": "15000",
+        "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
+        # The control API runs in the operator as in the chart, on a free loopback port.
+        "AGENTIHOOKS_CONTROL_HOST": "127.0.0.1",
+        "AGENTIHOOKS_CONTROL_PORT": str(free_port()),
+        "BENCH_PROFILE": "1" if profile else "",
+    }
+
+
+async def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        await asyncio.to_thread(proc.wait, 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        await asyncio.to_thread(proc.wait, 30)
+
+
+async def measure(
+    args: argparse.Namespace, bindir: Path, work: Path
+) -> tuple[list[float], int, list[Scenario]]:
     redis_server = RedisServer(work / "redis")
     redis_server.start()
-    emulator = TimedEmulator()
     try:
-        async with emulated_cluster(work, emulator) as cluster:
-            kubelet = Kubelet(cluster.url, timeout=120)
-            await kubelet.put_node("node-1")
-            fresh = await baseline(cluster, args.samples)
-            fresh_objects = len(list(emulator.objects))
-            note("baseline done; starting the operator process")
-            env = {
-                **os.environ,
-                "KUBECONFIG": str(cluster.kubeconfig),
-                "AGENTIHOOKS_REDIS_URL": redis_server.url,
-                "AGENTIHOOKS_OPERATOR_ID": "op-bench",
-                "AGENTIHOOKS_NAMESPACES": "default",
-                "AGENTIHOOKS_LEASE_MS": "15000",
-                "BENCH_PROFILE": "1" if args.profile else "",
-            }
-            log = (work / "operator.log").open("wb")
-            proc = subprocess.Popen(  # noqa: ASYNC220 - a long-lived child, not awaited
-                [sys.executable, __file__, "--serve-operator"], env=env, stdout=log, stderr=log
-            )
+        async with realplane.real_cluster(bindir, work) as cluster:
+            kubelet = BenchKubelet(cluster)
+            watch = PodWatch(cluster, kubelet)
+            proc: subprocess.Popen[bytes] | None = None
             try:
-                await cluster.create_swarm("one", spec(1))
-                pods = await current(cluster, "one", 1)
-                base1 = (len(list(emulator.objects)), await baseline(cluster, args.samples))
-                single: list[float] = []
-                for _ in range(args.rounds):
-                    pods = await current(cluster, "one", 1)
-                    await make_running(kubelet, redis_server.url, "one", pods)
-                    single += await fail_all(cluster, emulator, kubelet, "one", pods)
-                note(f"single failures done; launching {args.seats} seats")
-                await cluster.create_swarm("many", spec(args.seats))
-                pods = await current(cluster, "many", args.seats)
-                note("seats launched; making them run")
-                await make_running(kubelet, redis_server.url, "many", pods)
-                base_many = (len(list(emulator.objects)), await baseline(cluster, args.samples))
-                note(f"failing {args.seats} Pods at once")
-                many = await fail_all(cluster, emulator, kubelet, "many", pods)
-                note("replacements created")
+                await kubelet.put_node(NODE)
+                await watch.start()
+                probe = StatusProbe(cluster)
+                await probe.create()
+                fresh_objects = await realplane.object_count(cluster)
+                fresh = await probe.measure(args.samples)
+                note("baseline on the fresh API server done; starting the operator process")
+                with (work / "operator.log").open("wb") as log:
+                    proc = subprocess.Popen(  # noqa: ASYNC220 - a long-lived child, not awaited
+                        [sys.executable, __file__, "--serve-operator"],
+                        env=operator_env(cluster, redis_server.url, args.profile),
+                        stdout=log,
+                        stderr=log,
+                    )
+                scenarios = [
+                    await scenario(args, cluster, kubelet, watch, probe, redis_server.url, size)
+                    for size in args.sizes
+                ]
+                note("all replacements created; stopping")
             finally:
-                proc.terminate()
-                try:
-                    await asyncio.to_thread(proc.wait, 30)
-                except subprocess.TimeoutExpired:  # still posting Events to the slow emulator
-                    proc.kill()
-                    await asyncio.to_thread(proc.wait, 30)
-                log.close()
-            if args.profile:
-                note(f"operator log: {work / 'operator.log'}")
-            await kubelet.close()
+                if proc is not None:
+                    await stop_process(proc)
+                await watch.close()
+                await kubelet.close()
     finally:
         redis_server.stop()
+    return fresh, fresh_objects, scenarios
 
+
+def ratio(x: float) -> str:
+    return f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+
+
+def report(bindir: Path, fresh: list[float], fresh_objects: int, scenarios: list[Scenario]) -> None:
     f50, f99 = pct(fresh, 0.5), pct(fresh, 0.99)
+    print(f"control plane: {realplane.version(bindir)} (etcd, kube-apiserver, kube-controller-manager)")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end")
     print(
-        f"baseline on the fresh emulator ({fresh_objects} objects): status patch + its watch event, "
-        f"{len(fresh)} samples: p50 {f50 * 1e3:.2f} ms, p99 {f99 * 1e3:.2f} ms"
+        "clock: kill (the kubelet's OOMKilled status patch sent) -> the replacement Pod's ADDED event "
+        "received on this process's watch; baseline: a Pod status patch -> its watch event"
     )
-    scenarios = (
-        ("1 failure", single, base1),
-        (f"{args.seats} simultaneous failures", many, base_many),
+    print(
+        f"baseline on the fresh API server ({fresh_objects} objects in the namespace), {len(fresh)} samples: "
+        f"p50 {f50 * 1e3:.2f} ms, p99 {f99 * 1e3:.2f} ms"
     )
-    for label, values, (objects, base) in scenarios:
-        b50, b99 = pct(base, 0.5), pct(base, 0.99)
-        p50, p99 = pct(values, 0.5), pct(values, 0.99)
-        print(
-            f"{label}: baseline just before it ({objects} objects stored) p50 {b50 * 1e3:.2f} ms, "
-            f"p99 {b99 * 1e3:.2f} ms; {len(values)} replacements p50 {p50 * 1e3:.1f} ms = "
-            f"{p50 / b50:.1f}x ({p50 / f50:.1f}x fresh), p99 {p99 * 1e3:.1f} ms = {p99 / b99:.1f}x "
-            f"({p99 / f99:.1f}x fresh); mean {statistics.mean(values) * 1e3:.1f} ms"
+    rows = []
+    for s in scenarios:
+        b50, b99 = pct(s.baseline, 0.5), pct(s.baseline, 0.99)
+        p50, p99 = pct(s.latencies, 0.5), pct(s.latencies, 0.99)
+        context = []
+        if s.audit:
+            context.append(
+                f"create received by the API server (audit) p50 {pct(s.audit, 0.5) * 1e3:.1f} ms, "
+                f"p99 {pct(s.audit, 0.99) * 1e3:.1f} ms"
+            )
+        context.append(
+            f"from each kill's answer instead of its send p50 {pct(s.after_answer, 0.5) * 1e3:.1f} ms, "
+            f"p99 {pct(s.after_answer, 0.99) * 1e3:.1f} ms"
         )
+        print(
+            f"{s.label}: baseline just before ({s.objects} objects, {len(s.baseline)} samples) "
+            f"p50 {b50 * 1e3:.2f} ms, p99 {b99 * 1e3:.2f} ms; {len(s.latencies)} replacements "
+            f"p50 {p50 * 1e3:.1f} ms = {p50 / b50:.1f}x, p99 {p99 * 1e3:.1f} ms = {p99 / b99:.1f}x"
+        )
+        print(
+            f"    every kill answered within {s.spread * 1e3:.0f} ms of the first sent; " + "; ".join(context)
+        )
+        rows.append(
+            f"| {s.label} | {len(s.latencies)} | {b50 * 1e3:.2f} / {b99 * 1e3:.2f} ms | "
+            f"{p50 * 1e3:.0f} ms | {p99 * 1e3:.0f} ms | {ratio(p50 / b50)} | {ratio(p99 / b99)} |"
+        )
+    print("\n| scenario | replacements | baseline p50 / p99 | p50 | p99 | p50 / base p50 | p99 / base p99 |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+def run(args: argparse.Namespace) -> None:
+    bindir = realplane.require_tools()
+    work = Path(tempfile.mkdtemp(prefix="bench-failover-"))
+
+    async def bounded() -> tuple[list[float], int, list[Scenario]]:
+        async with asyncio.timeout(args.timeout):
+            return await measure(args, bindir, work)
+
+    try:
+        fresh, fresh_objects, scenarios = asyncio.run(bounded())
+    except TimeoutError as e:
+        note(f"stopped: {str(e) or f'the run took longer than --timeout {args.timeout:.0f} s'}")
+        raise SystemExit(1) from e
+    finally:
+        if args.keep:
+            note(f"kept {work} (operator.log, plane/logs, plane/audit.log)")
+        else:
+            realplane.remove(work)
+    report(bindir, fresh, fresh_objects, scenarios)
 
 
 def _time_calls() -> None:
@@ -322,8 +391,9 @@ def serve_operator() -> None:
     """The operator process of the benchmark: the real entry point with the native catalog."""
     from agentihooks_operator.main import run as run_operator
 
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(threadName)s %(name)s %(message)s")
     if os.environ.get("BENCH_PROFILE"):
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(name)s %(message)s")
+        logging.getLogger().setLevel(logging.INFO)
         logging.getLogger("agentihooks_operator.k8s.swarmpass").setLevel(logging.DEBUG)
         _time_calls()
     run_operator(standalone=True, catalog=NativeCatalog())
@@ -376,14 +446,14 @@ def core(args: argparse.Namespace) -> None:
             failed = {p.execution_id: "oom_killed" for p in plans}
             obs = observe([(p.execution_id, p.seat, 1) for p in plans], failed=failed)
             t0 = time.perf_counter()
-            report = r.reconcile(spec, obs)
+            result = r.reconcile(spec, obs)
             took[n] = time.perf_counter() - t0
-            if len(report.launches) != n:
-                raise SystemExit(f"the core launched {len(report.launches)} of {n} replacements")
+            if len(result.launches) != n:
+                raise SystemExit(f"the core launched {len(result.launches)} of {n} replacements")
         client.close()
     finally:
         server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        realplane.remove(work)
     print(
         f"recovery core, every launcher call {args.core_latency_ms:.0f} ms: "
         f"1 failure {took[1] * 1e3:.0f} ms; "
@@ -391,17 +461,56 @@ def core(args: argparse.Namespace) -> None:
     )
 
 
+def sizes(text: str) -> list[int]:
+    values = [int(v) for v in text.split(",") if v.strip()]
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("a comma-separated list of positive sizes, e.g. 1,10,100")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seats", type=int, default=100, help="simultaneous failures (default 100)")
-    parser.add_argument("--rounds", type=int, default=10, help="single-failure repetitions (default 10)")
-    parser.add_argument("--samples", type=int, default=100, help="baseline samples (default 100)")
-    parser.add_argument("--profile", action="store_true", help="per-pass timings in the operator log")
+    parser.add_argument(
+        "--sizes",
+        type=sizes,
+        default=[1, 10, 100],
+        help="simultaneous failures per scenario (default 1,10,100)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="repetitions of the 1-failure scenario (default 5)"
+    )
+    parser.add_argument(
+        "--swarm-rounds", type=int, default=1, help="repetitions of each larger scenario (default 1)"
+    )
+    parser.add_argument("--samples", type=int, default=100, help="baseline samples per round (default 100)")
+    parser.add_argument("--quick", action="store_true", help="a short run: sizes 1,10, 2 rounds, 50 samples")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=1.0,
+        help="seconds between making Pods run and killing them (default 1)",
+    )
+    parser.add_argument(
+        "--wait", type=float, default=180.0, help="longest wait for Pods, in seconds (default 180)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=540.0,
+        help="the whole run stops after this many seconds (default 540)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, audit log)")
+    parser.add_argument(
+        "--profile", action="store_true", help="per-pass and per-call timings in the operator log"
+    )
     parser.add_argument(
         "--core-latency-ms",
         type=float,
         default=None,
         help="instead: the recovery core alone with a launcher whose calls take this long",
+    )
+    parser.add_argument(
+        "--seats", type=int, default=100, help="failures of the --core-latency-ms mode (default 100)"
     )
     parser.add_argument("--serve-operator", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -411,7 +520,9 @@ def main() -> None:
     if args.core_latency_ms is not None:
         core(args)
         return
-    asyncio.run(run(args))
+    if args.quick:
+        args.sizes, args.rounds, args.samples = [1, 10], 2, 50
+    run(args)
 
 
 if __name__ == "__main__":
