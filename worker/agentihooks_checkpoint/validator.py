@@ -3,11 +3,14 @@
 Order of checks: the commit pointer and the manifest's stored hash, the record
 (version, schema), scope and identity, commit state, material, watermark and
 inventory, then every object: streamed once through sha256, size-capped at its
-declared size, archives checked member by member, optionally copied to a stage
+declared size, archives checked member by member (types, names, and the
+:class:`~.archive.ArchiveLimits`: member count, and an expanded size bounded by
+the archive's declared size and an absolute cap), optionally copied to a stage
 folder as it is hashed (archives either as the tar itself or, with
 ``unpack_archives``, as their member files, so a restore can move them into
 place instead of copying them out of the tar). The first failure is the
-verdict's one reason.
+verdict's one reason. An archive refusal also sets ``Verdict.detail``, naming
+the member to blame, for the worker's log.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ import hashlib
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .archive import ArchiveRefused, check_stream, unpack_stream
+from .archive import ArchiveLimits, ArchiveRefused, check_stream, unpack_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
 from .errors import ObjectMissing, RecordRefused, StoreError
 from .hashing import CHUNK
@@ -65,8 +69,11 @@ class _HashingReader:
 class Validator:
     """Verifies checkpoints. Stateless; one instance can serve many calls."""
 
-    def __init__(self, *, record_cap: int = RECORD_SIZE_CAP) -> None:
+    def __init__(
+        self, *, record_cap: int = RECORD_SIZE_CAP, archive_limits: ArchiveLimits | None = None
+    ) -> None:
         self.record_cap = record_cap
+        self.archive_limits = archive_limits or ArchiveLimits()
 
     def verify(
         self,
@@ -99,9 +106,11 @@ class Validator:
             items = check_content(record)
         except RecordRefused as r:
             return Verdict.refused(r.reason)
-        reason, staged = self.verify_objects(store, scope, items, stage_dir, unpack_archives=unpack_archives)
+        reason, detail, staged = self._verify_objects(
+            store, scope, items, stage_dir, unpack_archives=unpack_archives
+        )
         if reason is not None:
-            return Verdict.refused(reason)
+            return Verdict.refused(reason, detail)
         return Verdict(reason=None, record=record, staged=staged)
 
     def _read_record(self, store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> CheckpointRecord:
@@ -143,28 +152,55 @@ class Validator:
         unpack_archives: bool = False,
     ) -> tuple[Reason | None, StagedCheckpoint | None]:
         """Hash every listed object (concurrently when the store allows); first failure wins."""
+        reason, _, staged = self._verify_objects(
+            store, scope, items, stage_dir, unpack_archives=unpack_archives
+        )
+        return reason, staged
+
+    def _verify_objects(
+        self,
+        store: CheckpointStore,
+        scope: StoreScope,
+        items: list[InventoryItem],
+        stage_dir: Path | None = None,
+        *,
+        unpack_archives: bool = False,
+    ) -> tuple[Reason | None, str, StagedCheckpoint | None]:
+        """:meth:`verify_objects`, plus the first failure's detail (an archive refusal's text)."""
         if stage_dir is not None:
             stage_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(stage_dir, 0o700)
             if any(stage_dir.iterdir()):
                 raise ValueError("the stage folder must be empty")
+        limits = self.archive_limits
+
+        def check(item: InventoryItem) -> _Checked:
+            return _check_object(
+                store, scope, item, stage_dir, unpack_archives=unpack_archives, limits=limits
+            )
+
         workers = max(1, min(store.max_concurrency, len(items)))
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
-                results = list(
-                    pool.map(lambda i: _check_object(store, scope, i, stage_dir, unpack_archives), items)
-                )
+                results = list(pool.map(check, items))
         else:
-            results = [_check_object(store, scope, i, stage_dir, unpack_archives) for i in items]
-        for reason, _ in results:
-            if reason is not None:
+            results = [check(i) for i in items]
+        for result in results:
+            if result.reason is not None:
                 if stage_dir is not None:
                     _empty(stage_dir)
-                return reason, None
+                return result.reason, result.detail, None
         if stage_dir is None:
-            return None, None
-        staged = {a.role: a for _, a in results if a is not None}
-        return None, StagedCheckpoint(directory=stage_dir, artifacts=staged)
+            return None, "", None
+        staged = {r.staged.role: r.staged for r in results if r.staged is not None}
+        return None, "", StagedCheckpoint(directory=stage_dir, artifacts=staged)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    reason: Reason | None
+    staged: StagedArtifact | None = None
+    detail: str = ""
 
 
 def _check_object(
@@ -172,12 +208,14 @@ def _check_object(
     scope: StoreScope,
     item: InventoryItem,
     stage_dir: Path | None,
-    unpack_archives: bool = False,
-) -> tuple[Reason | None, StagedArtifact | None]:
+    *,
+    unpack_archives: bool,
+    limits: ArchiveLimits,
+) -> _Checked:
     limit = None if item.size is None else item.size + 1
     target: Path | None = None
     out: BinaryIO | None = None
-    archive_ok = True
+    refusal: ArchiveRefused | None = None
     unpack = unpack_archives and item.role in ARCHIVE_ROLES
     members: dict[str, Path] | None = None
     try:
@@ -192,28 +230,31 @@ def _check_object(
         with store.open_read(scope, object_key(item.digest)) as src:
             reader = _HashingReader(src, out, limit)
             if item.role in ARCHIVE_ROLES:
+                # The archive's declared size bounds what its members may expand to.
                 try:
                     if unpack and target is not None:
-                        members = unpack_stream(reader, target)  # type: ignore[arg-type]
+                        members = unpack_stream(reader, target, limits, declared=item.size)  # type: ignore[arg-type]
                     else:
-                        check_stream(reader)  # type: ignore[arg-type]
-                except ArchiveRefused:
-                    archive_ok = False
+                        check_stream(reader, limits, declared=item.size)  # type: ignore[arg-type]
+                except ArchiveRefused as e:
+                    refusal = e
             reader.drain()
     except ObjectMissing:
-        return Reason.MISSING_OBJECT, None
+        return _Checked(Reason.MISSING_OBJECT)
     except (StoreError, OSError):
-        return Reason.MISSING_OBJECT, None
+        return _Checked(Reason.MISSING_OBJECT)
     finally:
         if out is not None:
             out.close()
     digest = "sha256:" + reader.sha.hexdigest()
-    if digest != item.digest or (item.size is not None and reader.count != item.size) or not archive_ok:
-        return Reason.CORRUPT_OBJECT, None
+    if digest != item.digest or (item.size is not None and reader.count != item.size):
+        return _Checked(Reason.CORRUPT_OBJECT)
+    if refusal is not None:
+        return _Checked(Reason.CORRUPT_OBJECT, detail=f"{item.role}: {refusal}")
     if target is None:
-        return None, None
-    return None, StagedArtifact(
-        role=item.role, path=target, size=reader.count, digest=digest, members=members
+        return _Checked(None)
+    return _Checked(
+        None, StagedArtifact(role=item.role, path=target, size=reader.count, digest=digest, members=members)
     )
 
 

@@ -1,6 +1,8 @@
 """What ``Validator.verify`` returns: ok or one reason, plus handles to the verified bytes.
 
-The verdict's text names only the reason. The handles (``record`` and
+The verdict's text names only the reason. ``detail`` may say more for a log
+(an archive refusal names the member to blame), never a record value. The
+handles (``record`` and
 ``staged``) are for the caller that restores: it applies the staged files,
 which are the bytes that were hashed, never a second read of the store.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .archive import extract_archive
+from .archive import ArchiveLimits, extract_archive
 from .model import ARCHIVE_ROLES, CheckpointRecord
 from .reasons import Reason
 
@@ -31,11 +33,11 @@ class StagedArtifact:
     def is_archive(self) -> bool:
         return self.role in ARCHIVE_ROLES
 
-    def extract_to(self, dest: Path) -> list[Path]:
+    def extract_to(self, dest: Path, limits: ArchiveLimits | None = None) -> list[Path]:
         """Unpack an archive role into ``dest`` (never outside it); returns the files written."""
         if not self.is_archive or self.members is not None:
             raise ValueError("only archive roles staged as a tar can be extracted")
-        return extract_archive(self.path, dest)
+        return extract_archive(self.path, dest, limits=limits)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Verdict:
     reason: Reason | None
     record: CheckpointRecord | None = field(default=None, repr=False, compare=False)
     staged: StagedCheckpoint | None = field(default=None, repr=False, compare=False)
+    #: What the refusal is about, for the worker's log (an archive refusal names its member); not in ``str``.
+    detail: str = field(default="", repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -65,5 +69,5 @@ class Verdict:
         return "ok" if self.reason is None else self.reason.value
 
     @classmethod
-    def refused(cls, reason: Reason | str) -> Verdict:
-        return cls(reason=Reason(reason))
+    def refused(cls, reason: Reason | str, detail: str = "") -> Verdict:
+        return cls(reason=Reason(reason), detail=detail)

@@ -26,6 +26,7 @@ from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
+from agentihooks_checkpoint.validator import Validator
 
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
@@ -69,7 +70,7 @@ class Boot:
     ) -> None:
         self.settings = settings
         self.environ = environ
-        self.restorer = restorer or Restorer()
+        self.restorer = restorer or Restorer(Validator(archive_limits=settings.archive_limits))
         self.reporter = reporter
         self.context: BootContext | None = None
         self.capture_hook: LiveCapture | None = None

@@ -27,7 +27,8 @@ MAX_LAUNCH_RECORD = 1 << 20
 def read_launch_record(path: Path) -> LaunchRecord:
     """Load and check ``path``; raise :class:`Refused` naming what is wrong."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:  # the cap holds while reading: never more than 1 MiB + 1 byte in memory
+            raw = f.read(MAX_LAUNCH_RECORD + 1)
     except OSError as e:
         raise LaunchRecordError(f"launch record unreadable: {e.strerror or e}") from e
     if len(raw) > MAX_LAUNCH_RECORD:

@@ -37,7 +37,7 @@ def restore_native(archive: Path, harness: Harness, harness_home: Path, cwd: Pat
     """Extract the session files of ``archive`` into ``harness_home``; return the files written."""
     with tarfile.open(archive, "r:") as tar:
         members = tar.getmembers()
-        check_members(members)
+        check_members(members, declared=archive.stat().st_size)
         plan: list[tuple[tarfile.TarInfo, PurePosixPath]] = []
         for m in members:
             if not m.isreg():
@@ -104,7 +104,7 @@ def extract_files(archive: Path, dest: Path) -> list[Path]:
     """Extract every regular file of a checked archive under ``dest`` at its own name."""
     with tarfile.open(archive, "r:") as tar:
         members = tar.getmembers()
-        check_members(members)
+        check_members(members, declared=archive.stat().st_size)
     plan = [(m, safe_member_name(m.name)) for m in members if m.isreg()]
     return copy_members(archive, plan, dest)
 

@@ -131,7 +131,7 @@ class Restorer:
                 unpack_archives=True,
             )
             if verdict.reason is not None:
-                raise refusal(verdict.reason, "the checkpoint did not verify")
+                raise refusal(verdict.reason, verdict.detail or "the checkpoint did not verify")
             self.on_step("verified")
             record, staged = verdict.record, verdict.staged
             assert record is not None and staged is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentihooks_checkpoint.archive import MAX_EXPANDED, MAX_MEMBERS, ArchiveLimits
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -39,3 +40,13 @@ class WorkerSettings(BaseSettings):
     launch_record: Path = DEFAULT_LAUNCH_RECORD
     #: Seconds between periodic captures while the harness runs; 0 turns them off.
     capture_interval_seconds: float = Field(default=300.0, ge=0)
+    #: Where the Pod mounts the provider credential's files (set by the operator when there are any).
+    provider_files: Path | None = None
+    #: Most members (files and folders) one checkpoint archive may hold.
+    archive_max_members: int = Field(default=MAX_MEMBERS, ge=1)
+    #: Most bytes one checkpoint archive may expand to (it may never pass the archive's own size either).
+    archive_max_expanded_bytes: int = Field(default=MAX_EXPANDED, ge=1)
+
+    @property
+    def archive_limits(self) -> ArchiveLimits:
+        return ArchiveLimits(self.archive_max_members, self.archive_max_expanded_bytes)
