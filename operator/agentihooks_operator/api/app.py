@@ -12,6 +12,7 @@ import redis
 from aiohttp import web
 
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
+from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler
 from .errors import HttpProblem, not_leader
 from .routes import ROUTES
@@ -70,7 +71,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
 
     ``body_timeout``: seconds a JSON body may take to arrive (for uploads, the longest pause).
     """
-    app = web.Application(middlewares=[problems], client_max_size=64 * 1024)
+    app = web.Application(middlewares=[problems, authenticate], client_max_size=64 * 1024)
     app[STATE] = state
     app[BODY_TIMEOUT] = body_timeout
     for route in ROUTES:

@@ -22,6 +22,11 @@ STATE: web.AppKey[ApiState] = web.AppKey("state", ApiState)
 #: Seconds a JSON body may take to arrive in full (for an upload: the longest pause between bytes).
 BODY_TIMEOUT: web.AppKey[float] = web.AppKey("body_timeout", float)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: Set by the authentication middleware on a worker's request once it checked the path's execution's
+#: own credential: ``(SwarmEntry, AttemptRecord)``, so the handler does not look it up again.
+WORKER_FOUND: web.RequestKey[tuple[SwarmEntry, Any]] = web.RequestKey("worker_found", tuple)
+#: Set instead when the credential is the execution's own but its swarm is not published yet.
+WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", bool)
 JSON_CAP = 64 * 1024
 #: Arrays and objects a JSON body may nest; the bodies of this API need three at most.
 JSON_MAX_DEPTH = 32
@@ -166,6 +171,11 @@ def valid_execution(execution_id: str) -> bool:
 
 async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry, Any]:
     """The swarm entry and attempt record of a worker calling with its own live credential, else 403."""
+    if (checked := request.get(WORKER_FOUND)) is not None:
+        entry, record = checked
+        return entry, record
+    if request.get(WORKER_UNPUBLISHED):
+        raise not_published()
     state = state_of(request)
     token = require_token(request.headers.get("Authorization"))
     if not valid_execution(execution_id):

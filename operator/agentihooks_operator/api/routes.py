@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from agentihooks_checkpoint.directive import RestoreOutcome
@@ -285,3 +286,18 @@ ROUTES: tuple[Route, ...] = (
         ),
     ),
 )
+
+
+@cache
+def route_auth() -> dict[str, Auth]:
+    """Each route's path template → who may call it, for the authentication middleware.
+
+    Every path has one kind of caller for all its methods; the ledger's data route is registered by
+    the ledger package and needs the same credentials as the swarm reads.
+    """
+    from .routes_held import HELD_ROUTES
+
+    table: dict[str, Auth] = {"/v1/swarms/{swarm}/ledger": "operator_or_master"}
+    for route in (*ROUTES, *HELD_ROUTES):
+        assert table.setdefault(route.path, route.auth) == route.auth, route.path
+    return table

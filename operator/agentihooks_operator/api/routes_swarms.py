@@ -53,9 +53,8 @@ async def status(request: web.Request) -> web.Response:
 
 
 async def _switch(request: web.Request, paused: bool) -> web.Response:
-    state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
     operator_only(request)
+    entry = state_of(request).entry(request.match_info["swarm"])
     await blocking(entry.recovery.pause if paused else entry.recovery.unpause)
     return answer(PauseAnswer(swarm=entry.name, paused=await blocking(entry.recovery.paused)))
 

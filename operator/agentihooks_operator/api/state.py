@@ -46,6 +46,10 @@ class ApiState:
     #: Seconds a scan for swarms' credential hashes is reused (bounds the cost of unknown callers).
     rescan_seconds: float = 1.0
     _scan_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _known_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _known: tuple[float, frozenset[bytes]] = field(
+        default=(float("-inf"), frozenset()), init=False, repr=False
+    )
     _scanned: tuple[float, tuple[bytes, ...]] = field(default=(float("-inf"), ()), init=False, repr=False)
 
     def entry(self, swarm: str) -> SwarmEntry:
@@ -95,6 +99,28 @@ class ApiState:
                     offered, stored if isinstance(stored, bytes) else str(stored).encode()
                 )
         return False
+
+    def _worker_digests(self, *, fresh: bool) -> frozenset[bytes]:
+        with self._known_lock:
+            at, digests = self._known
+            if fresh or time.monotonic() - at >= self.rescan_seconds:
+                found: set[bytes] = set()
+                for entry in self.registry.entries():
+                    values = self.redis.hvals(entry.recovery.keys.worker_credentials)
+                    found.update(v if isinstance(v, bytes) else str(v).encode() for v in values)
+                digests = frozenset(found)
+                self._known = (time.monotonic(), digests)
+            return digests
+
+    def known_worker(self, digest: str) -> bool:
+        """True when ``digest`` is the sha256 of a live worker credential of a published swarm
+        (blocking). Used only to tell an unknown token (401) from a known one without the right
+        (403). Unknown digests are looked up in a set re-read at most every ``rescan_seconds``, so
+        the cost of unknown callers stays bounded; a digest found there is confirmed against Redis
+        at once, so a credential the fence revoked is never taken for a live one.
+        """
+        key = digest.encode()
+        return key in self._worker_digests(fresh=False) and key in self._worker_digests(fresh=True)
 
     def fence(self, entry: SwarmEntry, execution_id: str) -> FenceRecord | None:
         raw = self.redis.hget(entry.recovery.keys.attempt_fences, execution_id)

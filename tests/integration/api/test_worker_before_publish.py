@@ -3,7 +3,7 @@
 The swarm ``swarm-c`` is admitted in Redis (its worker's credential exists)
 but not in the API's registry, as in the second between the operator's first
 pass and its next publish. Only the execution's own credential gets the 503:
-a forged token or an unknown execution is refused the same way as before.
+a forged token is unknown (401), and a live credential naming another execution is refused (403).
 """
 
 from __future__ import annotations
@@ -40,16 +40,17 @@ def test_own_credential_gets_503_with_retry_after_until_the_swarm_is_published(w
     assert session(world, eid, token).status_code == 200
 
 
-def test_forged_token_and_unknown_execution_are_refused_as_before(world: World) -> None:
+def test_forged_token_and_unknown_execution_are_refused(world: World) -> None:
     _, eid = unpublished(world)
     forged = session(world, eid, "forged-" + "x" * 20)
-    assert forged.status_code == 403 and forged.json()["error"] == "forbidden_scope"
-    unknown = session(world, "exe-" + "0" * 32, world.worker_token(eid))
+    assert forged.status_code == 401 and forged.json()["error"] == "forbidden_scope"
+    # a live credential (of swarm-b, published) naming an execution that is not its own
+    unknown = session(world, "exe-" + "0" * 32, world.worker_token(world.first["swarm-b"].execution_id))
     assert unknown.status_code == 403 and unknown.json()["error"] == "forbidden_scope"
-    # a published swarm's fenced (revoked) credential is still 403, not 503
+    # a published swarm's fenced (revoked) credential is unknown now: 401, never 503
     revoked = world.worker_token(world.first["swarm-a"].execution_id)
     fenced = world.fail()
-    assert session(world, fenced, revoked).status_code == 403
+    assert session(world, fenced, revoked).status_code == 401
 
 
 def test_the_worker_reporter_retries_through_the_gap(world: World) -> None:

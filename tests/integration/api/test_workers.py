@@ -8,7 +8,7 @@ import pytest
 from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_checkpoint.stores.remote import ControlRefused, ControlReporter
 
-from .conftest import World
+from .conftest import MASTER_A, World
 
 
 def replaced(w: World) -> tuple[str, str, dict]:  # type: ignore[type-arg]
@@ -52,13 +52,15 @@ def test_outcome_only_from_the_replacements_own_credential(world: World) -> None
     _, new, directive = replaced(world)
     body = outcome_body(new, directive)
     others = [
-        world.worker_token(world.first["swarm-b"].execution_id),  # a live worker of another swarm
-        world.tokens["operator"],
-        world.first["swarm-a"].worker_token.get_secret_value(),  # the fenced attempt's own credential
+        (world.worker_token(world.first["swarm-b"].execution_id), 403),  # a live worker of another swarm
+        (world.tokens["operator"], 403),
+        (world.tokens[MASTER_A], 403),
+        # the fenced attempt's own credential: revoked, so no longer known at all
+        (world.first["swarm-a"].worker_token.get_secret_value(), 401),
     ]
-    for token in others:
+    for token, status in others:
         r = world.call("POST", f"/v1/executions/{new}/outcome", token, json=body)
-        assert r.status_code == 403 and r.json()["error"] == "forbidden_scope"
+        assert r.status_code == status and r.json()["error"] == "forbidden_scope"
     assert world.client.hget(world.recoveries["swarm-a"].keys.restore_outcomes, new) is None
 
 
@@ -85,7 +87,7 @@ def test_fenced_attempt_heartbeats_are_refused_at_once(world: World) -> None:
     eid = world.fail()
     before = world.client.hget(world.recoveries["swarm-a"].keys.heartbeats, eid)
     r = world.call("POST", f"/v1/executions/{eid}/watermark", token, json={"watermark": 99})
-    assert r.status_code == 403
+    assert r.status_code == 401 and r.json()["error"] == "forbidden_scope"  # revoked by the fence
     assert world.client.hget(world.recoveries["swarm-a"].keys.heartbeats, eid) == before
 
 
@@ -98,7 +100,7 @@ def test_control_reporter_speaks_the_routes(world: World) -> None:
     wrong = ControlReporter(world.url, new, "not-the-credential")
     with pytest.raises(ControlRefused) as e:
         wrong.report_progress(new, None, 8)
-    assert e.value.status == 403 and "not-the-credential" not in str(e.value)
+    assert e.value.status == 401 and "not-the-credential" not in str(e.value)
 
 
 def test_reports_to_a_replica_without_the_lease_answer_503_and_change_nothing(world: World) -> None:
