@@ -1,7 +1,10 @@
-"""The aiohttp application: the route table, and one middleware that turns every failure into JSON.
+"""The aiohttp application: the route table, the authentication middleware (:mod:`.authn`), and one
+middleware that turns every failure into JSON.
 
 Errors never carry a credential, a digest or a stack trace; unexpected ones
-are logged with their type only and answered 500 ``internal``.
+are logged with their type only and answered 500 ``internal``. A 405 keeps its
+``Allow`` header. Every answer carries ``X-Content-Type-Options: nosniff`` and
+``Cache-Control: no-store`` (:data:`API_HEADERS`).
 """
 
 from __future__ import annotations
@@ -60,10 +63,18 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        return _problem(e.status, e.reason.lower().replace(" ", "_"), e.reason, None)
+        # keep what the answer must carry: the methods a 405's path allows (RFC 9110)
+        kept = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
+        return _problem(e.status, e.reason.lower().replace(" ", "_"), e.reason, kept or None)
     except Exception as e:
         log.error("control API: %s %s failed (%s)", request.method, request.path, type(e).__name__)
         return _problem(500, "internal", "internal error")
+
+
+async def add_api_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: every answer, errors and streams included, is never sniffed or cached."""
+    for name, value in API_HEADERS.items():
+        response.headers[name] = value
 
 
 def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
@@ -74,6 +85,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
     app = web.Application(middlewares=[problems, authenticate], client_max_size=64 * 1024)
     app[STATE] = state
     app[BODY_TIMEOUT] = body_timeout
+    app.on_response_prepare.append(add_api_headers)
     for route in ROUTES:
         app.router.add_route(route.method, route.path, route.handler)
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one
