@@ -26,6 +26,9 @@ ROOTS = {
     "EnvVar": "io.k8s.api.core.v1.EnvVar",
     "TopologySpreadConstraint": "io.k8s.api.core.v1.TopologySpreadConstraint",
     "NetworkPolicyPeer": "io.k8s.api.networking.v1.NetworkPolicyPeer",
+    "PodSecurityContext": "io.k8s.api.core.v1.PodSecurityContext",
+    "SecurityContext": "io.k8s.api.core.v1.SecurityContext",
+    "DeploymentStrategy": "io.k8s.api.apps.v1.DeploymentStrategy",
 }
 PREFIX = "k8s."
 

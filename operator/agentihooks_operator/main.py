@@ -8,6 +8,9 @@ kopf runs in a thread of its own and this process's main thread takes SIGTERM
 and SIGINT: the signal sets one ``stopping`` flag that kopf stops on and that
 every recovery loop reads before it takes a lease, so an operator that was told
 to stop never takes a swarm over, and hands the ones it holds back at once.
+
+``--remove-finalizers`` does not run the operator: it is the chart's pre-delete hook on ``helm
+uninstall`` (:mod:`.uninstall`), which stops the operator and removes its finalizer from the Swarms.
 """
 
 from __future__ import annotations
@@ -77,13 +80,57 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--standalone", action="store_true", help="no kopf peering")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")
+    parser.add_argument(
+        "--remove-finalizers",
+        action="store_true",
+        help="do not run: remove the operator's finalizer from every Swarm it watches and exit "
+        "(the chart's pre-delete hook on helm uninstall)",
+    )
+    parser.add_argument(
+        "--stop-deployment",
+        metavar="NAMESPACE/NAME",
+        default=None,
+        help="with --remove-finalizers: first scale the operator's Deployment to 0 and wait for its Pods "
+        "to go, so no running operator puts the finalizer back",
+    )
+    parser.add_argument(
+        "--wait-seconds",
+        type=float,
+        default=120.0,
+        help="with --stop-deployment: how long to wait for the operator's Pods (default 120)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if args.remove_finalizers:
+        raise SystemExit(remove_finalizers(args.stop_deployment, args.wait_seconds))
+    if args.stop_deployment is not None:
+        parser.error("--stop-deployment goes with --remove-finalizers")
     run(standalone=args.standalone, liveness=args.liveness)
+
+
+def remove_finalizers(stop: str | None, wait_seconds: float) -> int:
+    """``--remove-finalizers``: the uninstall hook's job (:mod:`.uninstall`); the exit status."""
+    from .k8s.client import KubeClient
+    from .k8s.config import OperatorConfig
+    from .k8s.errors import ApiError, NoCredentials
+    from .uninstall import UninstallError
+    from .uninstall import run as uninstall
+
+    logger = logging.getLogger("agentihooks_operator.uninstall")
+    try:
+        kube = KubeClient.from_environment(agent="agentihooks-operator/uninstall")
+        try:
+            uninstall(kube, OperatorConfig().namespace_list, stop=stop, wait_seconds=wait_seconds)
+        finally:
+            kube.close()
+    except (ApiError, NoCredentials, UninstallError) as e:
+        logger.error("the Swarms' finalizers were not removed: %s", e)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -106,6 +106,16 @@ def value_sets() -> dict[str, Path]:
     return {p.name.removesuffix("-values.yaml"): p for p in sorted(VALUE_SETS.glob("*-values.yaml"))}
 
 
+def is_hook(doc: dict[str, Any]) -> bool:
+    """A Helm hook (``helm.sh/hook``): created only when its event runs, not part of the release."""
+    return "helm.sh/hook" in ((doc.get("metadata") or {}).get("annotations") or {})
+
+
+def without_hooks(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects ``helm install`` keeps for the release's life (the uninstall hook's left out)."""
+    return [d for d in docs if not is_hook(d)]
+
+
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [d for d in docs if d.get("kind") == kind]
 

@@ -88,6 +88,21 @@ app.kubernetes.io/component: redis
 {{- printf "redis://%s.%s.svc:6379/0" (include "agentihooks.redisName" .) .Release.Namespace -}}
 {{- end -}}
 {{- end -}}
+{{/*
+The operator Deployment's strategy: operator.strategy when set; else Recreate when the checkpoint
+store is a claim without ReadWriteMany (a surge Pod could not mount a ReadWriteOnce claim that the old
+Pod holds on another node), else RollingUpdate.
+*/}}
+{{- define "agentihooks.strategy" -}}
+{{- if .Values.operator.strategy -}}
+{{- toYaml .Values.operator.strategy -}}
+{{- else if and (eq .Values.checkpointStore.mode "root") (not (has "ReadWriteMany" .Values.checkpointStore.root.persistence.accessModes)) -}}
+type: Recreate
+{{- else -}}
+type: RollingUpdate
+{{- end -}}
+{{- end -}}
+
 {{/* Control API URL the workers report to. */}}
 {{- define "agentihooks.controlUrl" -}}
 {{- default (printf "http://%s.%s.svc:%d" (include "agentihooks.fullname" .) .Release.Namespace (int .Values.service.port)) .Values.controlApi.url -}}
@@ -109,6 +124,10 @@ Included once, from the operator Deployment.
 {{- end -}}
 {{- if and (eq .Values.checkpointStore.mode "root") (gt (int .Values.operator.replicas) 1) (not (has "ReadWriteMany" .Values.checkpointStore.root.persistence.accessModes)) (not .Values.checkpointStore.root.persistence.existingClaim) -}}
 {{- fail "checkpointStore.mode root with operator.replicas above 1 needs a ReadWriteMany claim: add ReadWriteMany to checkpointStore.root.persistence.accessModes or use a bucket" -}}
+{{- end -}}
+{{- $pdb := .Values.podDisruptionBudget -}}
+{{- if and $pdb.enabled (not (kindIs "string" $pdb.minAvailable)) (ge (int $pdb.minAvailable) (int .Values.operator.replicas)) (gt (int .Values.operator.replicas) 1) -}}
+{{- fail "podDisruptionBudget.minAvailable must be below operator.replicas, or no operator Pod could ever be evicted (node drains would block)" -}}
 {{- end -}}
 {{- end -}}
 

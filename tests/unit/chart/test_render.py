@@ -7,7 +7,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from testsupport.helm import CHART, NAMESPACE, Helm, by_kind, env_of, one, value_sets
+from testsupport.helm import CHART, NAMESPACE, Helm, by_kind, env_of, one, value_sets, without_hooks
 
 VALUE_SETS = value_sets()
 K8S_VERSIONS = ["1.30.0", "1.35.0"]
@@ -155,7 +155,7 @@ def test_bucket_store_and_optional_objects(helm: Helm) -> None:
 
 
 def test_cluster_wide_uses_one_cluster_role(helm: Helm) -> None:
-    docs = helm.render(VALUE_SETS["cluster-wide"])
+    docs = without_hooks(helm.render(VALUE_SETS["cluster-wide"]))
     assert not by_kind(docs, "Role") and not by_kind(docs, "RoleBinding")
     resources = {r for rule in one(docs, "ClusterRole")["rules"] for r in rule["resources"]}
     assert {"swarms", "pods", "nodes"} <= resources
@@ -167,7 +167,7 @@ def test_cluster_wide_uses_one_cluster_role(helm: Helm) -> None:
 
 
 def test_several_replicas(helm: Helm) -> None:
-    docs = helm.render(VALUE_SETS["replicas"])
+    docs = without_hooks(helm.render(VALUE_SETS["replicas"]))
     assert one(docs, "Deployment")["spec"]["replicas"] == 3
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
     roles = by_kind(docs, "Role")
