@@ -140,6 +140,30 @@ def verb_of(method: str, path: str) -> str:
     return _VERBS.get(method, method.lower())
 
 
+def refused_call(method: str, path: str) -> tuple[str, str, str | None]:
+    """``(verb, resource, namespace)`` of a call on a generic path (``pods``, ``swarms/status``...)."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    namespace = None
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    resource = rest[0] if rest else path
+    if len(rest) >= 3:
+        resource += "/" + rest[2]
+    return verb_of(method, path), resource, namespace
+
+
+def describe_refusal(error: ApiError) -> str:
+    """One line naming what RBAC refused: verb, resource and namespace, then the API server's words."""
+    verb, resource, namespace = refused_call(error.method, error.path)
+    where = f"in namespace {namespace}" if namespace else "cluster-wide"
+    said = f" ({error.message})" if error.message else ""
+    return (
+        f"forbidden: the operator may not {verb} {resource} {where}{said}; "
+        "grant it in the operator's Role or ClusterRole (the Helm chart's RBAC)"
+    )
+
+
 def in_cluster_configuration(
     *,
     token_filename: str = SERVICE_TOKEN_FILENAME,

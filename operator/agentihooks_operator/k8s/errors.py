@@ -23,6 +23,26 @@ class ApiError(OperatorError):
         self.message = message
 
 
+class AccessDenied(ApiError):
+    """Calls of a recovery pass that the operator's RBAC refused (403), each named in the message.
+
+    The recovery core keeps going when one attempt's step fails (the next pass
+    retries it), so a refused create or delete would otherwise only show as a
+    logged step failure. The pass raises this once it has published what it
+    did; the handler turns it into a ``kopf.TemporaryError`` (logged, posted as
+    an Event on the Swarm, retried after a delay), never an exit.
+    """
+
+    def __init__(self, summary: str, refused: list[ApiError]) -> None:
+        first = refused[0]
+        super().__init__(403, first.method, first.path, "Forbidden", summary)
+        self.summary = summary
+        self.refused = refused
+
+    def __str__(self) -> str:
+        return self.summary
+
+
 class NoCredentials(OperatorError):
     """Neither a service account (in a Pod) nor a usable kubeconfig was found."""
 

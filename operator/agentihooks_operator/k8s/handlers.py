@@ -7,7 +7,11 @@
   pass) and at least every ``passIntervalSeconds``;
 * an invalid spec becomes a ``SpecValid=False`` condition and a
   ``kopf.PermanentError``; Redis and API failures become
-  ``kopf.TemporaryError`` so kopf retries the daemon after a delay.
+  ``kopf.TemporaryError`` so kopf retries the daemon after a delay;
+* a call the operator's RBAC refused (``AccessDenied``) is logged by kopf and
+  posted once as a ``Forbidden`` Warning Event on the Swarm, naming the verb,
+  resource and namespace, and the pass is retried after at least a pass
+  interval; the operator never exits over it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ..swarm import SwarmSpec
 from .client import KubeClient, follow_kubeconfig_env
 from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
-from .errors import ApiError, InvalidSwarm, NoCredentials
+from .errors import AccessDenied, ApiError, InvalidSwarm, NoCredentials
 from .launcher import KubernetesLauncher
 from .leftovers import RedisLeftovers
 from .pods import DOMAIN, Owner
@@ -90,6 +94,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.setdefault("triggers", {})
     memo.setdefault("results", {})
     memo.setdefault("passes", {})
+    memo.setdefault("refusals", {})
     log.info("operator %s started", config.operator_id)
 
 
@@ -210,6 +215,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         closing=launcher.close,
         lease_ms=config.lease_ms,
         cleanup=launcher.clean_leftovers,
+        refusals=launcher.take_refusals,
     )
     launcher.guard = runner.keepalive
     return runner
@@ -239,6 +245,14 @@ async def recovery_loop(
             await asyncio.to_thread(held.close)
             if stopped:  # shutting down or the Swarm is gone: let another replica take over at once
                 await asyncio.to_thread(_release, held)
+
+
+def _post_refusal(memo: Any, key: tuple[str, str], body: Any, message: str) -> None:
+    """A ``Forbidden`` Warning Event on the Swarm, once per distinct refusal until a pass succeeds."""
+    posted: dict[tuple[str, str], str] = memo.setdefault("refusals", {})
+    if posted.get(key) != message:
+        posted[key] = message
+        kopf.warn(body, reason="Forbidden", message=message)
 
 
 def _release(held: SwarmPass) -> None:
@@ -274,12 +288,17 @@ async def _loop(
             result = await asyncio.to_thread(runner.run, spec)
         except LeaseLost:
             result = None
+        except AccessDenied as e:  # RBAC refused a call: say which, on the Swarm too; retry later
+            _post_refusal(memo, key, body, str(e))
+            delay = max(config.retry_delay_seconds, spec.recovery.pass_interval_seconds)
+            raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=delay) from e
         except (redis.RedisError, ApiError, RecoveryError) as e:
             raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=config.retry_delay_seconds) from e
         except Exception as e:  # a bug must not park the swarm for kopf's default minute
             log.exception("recovery pass of %s/%s failed unexpectedly", namespace, name)
             raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
         memo["results"][key] = result
+        memo.setdefault("refusals", {}).pop(key, None)
         waiter = asyncio.ensure_future(trigger.wait())
         stopper = asyncio.ensure_future(stopped.wait())
         try:

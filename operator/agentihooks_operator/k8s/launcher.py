@@ -10,12 +10,18 @@ fenced attempt's Pod only, after noting the attempt in the swarm's leftovers
 ledger; ``clean_leftovers`` (run by the pass after its launches) deletes the
 noted attempts' credential Secret and launch ConfigMap. An absent object is
 already retired.
+
+A call the operator's RBAC refuses (403) is noted before it is re-raised: the
+recovery core only logs a failed step and retries it next pass, so the pass
+reads the notes (:meth:`take_refusals`) and reports them by name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -87,9 +93,30 @@ class KubernetesLauncher:
         #: Called before every call the recovery core makes (the pass renews its lease there).
         self.guard: Callable[[], None] = lambda: None
         self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
+        self._refused: list[ApiError] = []
+        self._refused_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+    def _note(self, error: ApiError) -> None:
+        if error.status == 403:
+            with self._refused_lock:
+                self._refused.append(error)
+
+    @contextlib.contextmanager
+    def _noting(self) -> Iterator[None]:
+        try:
+            yield
+        except ApiError as e:
+            self._note(e)
+            raise
+
+    def take_refusals(self) -> list[ApiError]:
+        """The calls refused with 403 since the last time this was asked (oldest first)."""
+        with self._refused_lock:
+            out, self._refused = self._refused, []
+        return out
 
     def _create(self, resource: str, body: dict[str, Any]) -> Literal["created", "exists"]:
         try:
@@ -102,6 +129,10 @@ class KubernetesLauncher:
 
     def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
         self.guard()
+        with self._noting():
+            return self._launch(plan)
+
+    def _launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
         spec = self._spec()
         ex = execution_of(plan)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
@@ -133,13 +164,15 @@ class KubernetesLauncher:
 
     def exists(self, execution_id: str) -> bool:
         self.guard()
-        return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
+        with self._noting():
+            return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
 
     def retire(self, execution_id: str) -> None:
         """Delete the fenced attempt's Pod; its Secret and ConfigMap wait for :meth:`clean_leftovers`."""
         self.guard()
         self.leftovers.note(execution_id)  # noted first: a crash after the Pod delete leaves a to-do
-        self.kube.delete("pods", self.owner.namespace, pod_name(execution_id))
+        with self._noting():
+            self.kube.delete("pods", self.owner.namespace, pod_name(execution_id))
 
     def clean_leftovers(self) -> list[str]:
         """Delete the Secret and ConfigMap of every noted attempt; the ids whose objects are gone.
@@ -157,9 +190,8 @@ class KubernetesLauncher:
             try:
                 future.result()
             except ApiError as e:
-                log.warning(
-                    "leftovers of attempt %s not deleted yet (%s); a later pass retries", eid, e.status
-                )
+                self._note(e)
+                log.warning("leftovers of attempt %s not deleted yet (%s); a later pass retries", eid, e)
                 continue
             cleaned.append(eid)
         self.leftovers.done(cleaned)

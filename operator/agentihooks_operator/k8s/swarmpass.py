@@ -34,9 +34,9 @@ from ..recovery import LeaseLost, PassReport, Recovery
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
 from ..swarm import SwarmSpec
-from .client import KubeClient
+from .client import KubeClient, describe_refusal
 from .crd import API_VERSION, PLURAL
-from .errors import ApiError
+from .errors import AccessDenied, ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
 from .observe import PullGrace, observe, split_foreign
 from .pods import OWNER_LABEL, Owner, label
@@ -74,9 +74,11 @@ class SwarmPass:
         closing: Callable[[], None] | None = None,
         lease_ms: int = 15000,
         cleanup: Callable[[], object] | None = None,
+        refusals: Callable[[], list[ApiError]] | None = None,
     ) -> None:
         self._closing = closing
         self._cleanup = cleanup
+        self._refusals = refusals
         self._renew_after_s = lease_ms / 3000
         self._renewed_at = 0.0
         self.recovery = recovery
@@ -131,11 +133,27 @@ class SwarmPass:
         self._renewed_at = time.monotonic()
 
     def run(self, spec: SwarmSpec) -> PassResult:
+        """One pass; calls RBAC refused (403), in a step or in the pass itself, end it as
+        :class:`AccessDenied` naming each refused verb, resource and namespace."""
         self._idle.clear()
         try:
-            return self._run(spec)
+            result = self._run(spec)
+        except AccessDenied:
+            raise
+        except ApiError as e:
+            refused = self._take_refusals()
+            if e.status == 403:
+                raise _denied([e, *refused]) from e
+            raise
         finally:
             self._idle.set()
+        refused = self._take_refusals()
+        if refused:  # steps the core logged and will retry; published above, reported here
+            raise _denied(refused)
+        return result
+
+    def _take_refusals(self) -> list[ApiError]:
+        return self._refusals() if self._refusals is not None else []
 
     def _run(self, spec: SwarmSpec) -> PassResult:
         t0 = time.perf_counter()
@@ -203,7 +221,7 @@ class SwarmPass:
             try:
                 self.kube.create("events", self.owner.namespace, event)
             except ApiError as e:  # an Event is a courtesy; the records in Redis are the truth
-                log.warning("could not post event %s: %s", notice.reason, e.status)
+                log.warning("could not post event %s: %s", notice.reason, e)
 
     def _publish_events(self, report: PassReport) -> None:
         seen = self._seen_events if self._seen_events is not None else set()
@@ -277,3 +295,8 @@ class SwarmPass:
             self.kube.patch(SWARMS, self.owner.namespace, self.owner.name, {"status": status}, sub="status")
             self._last_status = status
         return status
+
+
+def _denied(refused: list[ApiError]) -> AccessDenied:
+    """One :class:`AccessDenied` naming every distinct refused call (verb, resource, namespace)."""
+    return AccessDenied(" | ".join(dict.fromkeys(describe_refusal(e) for e in refused)), refused)

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 
+from ..errors import OperatorError
 from ..swarm import SwarmSpec
 from . import choices
 from .context import Ctx
@@ -123,6 +124,8 @@ def _steps(
             recover(ctx, spec, att, failure, paused=snap.paused, row=row, report=part)
         except (InjectedFault, LeaseLost):
             raise
+        except OperatorError as e:  # a known failure (e.g. the API refused a call): its message says it
+            log.warning("recovery of swarm %s: step of %s failed (%s); retried next pass", ctx.swarm, eid, e)
         except Exception:
             log.exception("recovery of swarm %s: step of %s failed; retried next pass", ctx.swarm, eid)
 
