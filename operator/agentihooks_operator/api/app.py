@@ -16,7 +16,7 @@ from aiohttp import web
 
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from .authn import authenticate
-from .common import BODY_TIMEOUT, STATE, Handler
+from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
 from .routes import ROUTES
 from .state import ApiState
@@ -52,13 +52,23 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         return _problem(e.status, e.code, e.message, e.headers)
     except RecoveryRefused as e:
         return _problem(409, e.reason, e.message)
-    except InvalidInput as e:
-        return _problem(400, "invalid_input", str(e))
+    except InvalidInput as e:  # its text may quote the input: logged by type, answered in general terms
+        log.info(
+            "control API: %s %s: the recovery core refused an input (%s)",
+            request.method,
+            route_name(request),
+            type(e).__name__,
+        )
+        return _problem(
+            400, "invalid_input", "invalid input: a value in the request is not one the recovery core accepts"
+        )
     except LeaseLost:
         p = not_leader()
         return _problem(p.status, p.code, p.message, p.headers)
     except redis.RedisError as e:
-        log.warning("control API: Redis failed on %s %s (%s)", request.method, request.path, type(e).__name__)
+        log.warning(
+            "control API: Redis failed on %s %s (%s)", request.method, route_name(request), type(e).__name__
+        )
         return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
     except web.HTTPException as e:
         if e.status < 400:
@@ -67,7 +77,7 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         kept = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
         return _problem(e.status, e.reason.lower().replace(" ", "_"), e.reason, kept or None)
     except Exception as e:
-        log.error("control API: %s %s failed (%s)", request.method, request.path, type(e).__name__)
+        log.error("control API: %s %s failed (%s)", request.method, route_name(request), type(e).__name__)
         return _problem(500, "internal", "internal error")
 
 

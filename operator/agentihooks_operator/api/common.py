@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -139,8 +140,46 @@ async def body_model(request: web.Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        parts = [f"{'.'.join(map(str, err['loc'])) or 'body'}: {err['msg']}" for err in e.errors()]
-        raise bad_request("invalid body: " + "; ".join(parts), "invalid_body") from e
+        raise bad_request("invalid body: " + "; ".join(field_errors(model, e)), "invalid_body") from e
+
+
+@cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every property name the model's JSON schema declares, nested models included."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                names.update(props)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(model.model_json_schema())
+    return frozenset(names)
+
+
+def field_errors(model: type[BaseModel], error: ValidationError) -> list[str]:
+    """One ``field: what is wrong`` per error, by field and never by value: a location part that is
+    not a declared field (a key the caller made up) reads ``*``, an unexpected field reads
+    ``unexpected field``, and a message that would quote the input says ``invalid value``."""
+    known = _field_names(model)
+    out = []
+    for err in error.errors(include_url=False):
+        loc = [str(p) if isinstance(p, int) or p in known else "*" for p in err["loc"]]
+        if err["type"] == "extra_forbidden":
+            where, what = ".".join(loc[:-1]) or "body", "unexpected field"
+        else:
+            where, what = ".".join(loc) or "body", str(err["msg"])
+            given = err.get("input")
+            if isinstance(given, (str, int, float)) and not isinstance(given, bool) and str(given) in what:
+                what = "invalid value"
+        out.append(f"{where}: {what}")
+    return out
 
 
 def token_digest(request: web.Request) -> str:

@@ -50,6 +50,26 @@ def not_found(message: str, code: str = "not_found") -> HttpProblem:
     return HttpProblem(404, code, message)
 
 
+#: Refusals that concern a name in the path. They say which part of the path is wrong, never what
+#: it held: error messages do not echo a caller's input.
+def unknown_swarm() -> HttpProblem:
+    return not_found("unknown swarm: the swarm named in the path is not served here", "unknown_swarm")
+
+
+def unknown_seat() -> HttpProblem:
+    return not_found("unknown seat: the swarm has no seat of the name in the path", "unknown_seat")
+
+
+def unknown_execution() -> HttpProblem:
+    return not_found("unknown execution: no attempt has the execution id in the path", "unknown_execution")
+
+
+def invalid_execution() -> HttpProblem:
+    return bad_request(
+        "the execution in the path is not an execution id (expected exe-<32 hex>)", "invalid_execution"
+    )
+
+
 def not_leader() -> HttpProblem:
     """This replica does not hold the swarm's lease; the caller retries (or another replica answers)."""
     return HttpProblem(

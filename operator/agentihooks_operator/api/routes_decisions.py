@@ -28,7 +28,7 @@ from .common import (
     token_digest,
     valid_execution,
 )
-from .errors import HttpProblem, bad_request, forbidden, not_found
+from .errors import HttpProblem, forbidden, invalid_execution, unknown_execution, unknown_seat
 from .registry import SwarmEntry
 from .schemas import DecisionAnswer, DecisionRequest, SeatRequest
 
@@ -68,14 +68,12 @@ async def restore_decision(request: web.Request) -> web.Response:
     operator = is_operator(digest, state.operator_hash)
     if not valid_execution(execution):
         if operator:
-            raise bad_request(
-                f"not an execution id: {execution} (expected exe-<32 hex>)", "invalid_execution"
-            )
+            raise invalid_execution()
         raise forbidden()
     found = await blocking(state.find_execution, execution)
     if found is None:
         if operator:
-            raise not_found(f"unknown execution: {execution}", "unknown_execution")
+            raise unknown_execution()
         raise forbidden()
     entry, _ = found
     if operator:
@@ -113,7 +111,7 @@ async def restore_request(request: web.Request) -> web.Response:
     body = await body_model(request, SeatRequest)
     caller = _seat_caller(request, entry, body)
     if seat not in {s.name for s in entry.spec.seats}:
-        raise not_found(f"unknown seat: {seat}", "unknown_seat")
+        raise unknown_seat()
     execution = await blocking(state.handoff_of, entry, seat)
     if execution is None:
         raise HttpProblem(409, "not_pending", NOT_PENDING)

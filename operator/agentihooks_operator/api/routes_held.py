@@ -54,14 +54,11 @@ class ResumeProblem(BaseModel):
     state: dict[str, Any] | None = None
 
 
-def _gone(call: str) -> web.Response:
-    return web.json_response(
-        {
-            "error": NOT_FOUND,
-            "message": f"no held recovery {call}: finished, expired, dropped or being resumed",
-        },
-        status=404,
-    )
+GONE = "no held recovery has the call id in the path: it finished, expired, was dropped or is being resumed"
+
+
+def _gone() -> web.Response:
+    return web.json_response({"error": NOT_FOUND, "message": GONE}, status=404)
 
 
 def _entry_of(state: ApiState, call: str) -> SwarmEntry | None:
@@ -69,6 +66,22 @@ def _entry_of(state: ApiState, call: str) -> SwarmEntry | None:
         if entry.recovery.held_recovery(call) is not None:
             return entry
     return None
+
+
+def _unechoed(steps: list[dict[str, object]] | None) -> list[dict[str, object]]:
+    """The core's per-step refusals without what the caller sent: a key of ``observed`` that is no
+    step of the recovery is not named back (entries keep the order of ``observed``), and a value
+    that is not accepted is not quoted (``accepts`` lists what is)."""
+    out = []
+    for step in steps or []:
+        entry = dict(step)
+        reason = str(entry.get("reason", ""))
+        if reason == "no such step":
+            entry["step"] = None
+        elif reason.startswith("value ") and reason.endswith(" is not accepted"):
+            entry["reason"] = "the value is not accepted"
+        out.append(entry)
+    return out
 
 
 async def list_held(request: web.Request) -> web.Response:
@@ -83,11 +96,11 @@ async def issue_token(request: web.Request) -> web.Response:
     call = request.match_info["call"]
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
-        return _gone(call)
+        return _gone()
     token = await blocking(entry.recovery.issue_resume_token, call)
     held = await blocking(entry.recovery.held_recovery, call)
     if token is None or held is None:
-        return _gone(call)
+        return _gone()
     return answer(IssuedToken(call=call, resume_token=token, expires_at_ms=held.expires_at_ms))
 
 
@@ -97,15 +110,16 @@ async def resume(request: web.Request) -> web.Response:
     body = await body_model(request, ResumeRequest)
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
-        return _gone(call)
+        return _gone()
     try:
         progress: RecoveryProgress = await blocking(
             entry.recovery.resume_recovery, call, body.resume_token, dict(body.observed), spec=entry.spec
         )
     except ResumeRefused as e:
-        problem = ResumeProblem(
-            error=e.code, message=e.message, state={"steps": e.steps} if e.steps else None
-        )
+        # the core's checkpoint_not_found text names the call; the API says which part was wrong instead
+        message = GONE if e.code == NOT_FOUND else e.message
+        steps = _unechoed(e.steps)
+        problem = ResumeProblem(error=e.code, message=message, state={"steps": steps} if steps else None)
         return web.json_response(problem.model_dump(mode="json", exclude_none=True), status=e.status)
     return answer(progress)
 

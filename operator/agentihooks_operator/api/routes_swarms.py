@@ -16,7 +16,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from aiohttp import web
 
 from .common import answer, blocking, operator_only, operator_or_master, state_of
-from .errors import bad_request, not_found
+from .errors import bad_request, unknown_seat
 from .registry import SwarmEntry
 from .schemas import PauseAnswer
 from .state import ApiState
@@ -70,7 +70,7 @@ async def unpause(request: web.Request) -> web.Response:
 def _checkpoints(state: ApiState, entry: SwarmEntry, seat: str) -> dict[str, Any]:
     spec_seat = next((s for s in entry.spec.seats if s.name == seat), None)
     if spec_seat is None:
-        raise not_found(f"unknown seat: {seat}", "unknown_seat")
+        raise unknown_seat()
     current = state.current_of(entry, seat)
     generation = current.task_generation if current else 1
     task_id = current.task_id if current else spec_seat.task.id

@@ -18,7 +18,7 @@ from agentihooks_checkpoint.catalog import CheckpointCatalog, EmptyCatalog
 from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
-from .errors import not_found
+from .errors import unknown_swarm
 from .registry import SwarmEntry, SwarmRegistry
 
 
@@ -55,7 +55,7 @@ class ApiState:
     def entry(self, swarm: str) -> SwarmEntry:
         found = self.registry.get(swarm)
         if found is None:
-            raise not_found(f"unknown swarm: {swarm}", "unknown_swarm")
+            raise unknown_swarm()
         return found
 
     def registry_prefix(self, swarm: str) -> str:
