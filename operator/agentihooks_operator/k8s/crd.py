@@ -6,14 +6,17 @@ references, ``nullable`` instead of ``anyOf: [.., null]``, OpenAPI 3.0
 ``exclusiveMinimum``, no ``additionalProperties`` beside ``properties``), so
 the CRD, the Helm chart (which renders :func:`crd_manifest`) and the operator's
 validation cannot drift apart. ``python -m agentihooks_operator.k8s.crd``
-prints the manifest as YAML.
+prints the manifest as YAML. ``spec.podTemplate`` is the exception to "derived from the model": its
+schema is the real Kubernetes one (:func:`.podtemplate.template_schema`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..swarm import SwarmSpec
+from ..swarm import SCHEMA_MARK, SwarmSpec
+from .podtemplate import MARK as POD_TEMPLATE
+from .podtemplate import template_schema
 
 GROUP = "agentihooks.io"
 VERSION = "v1alpha1"
@@ -72,6 +75,9 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
         return [_structural(item, defs) for item in node]
     if not isinstance(node, dict):
         return node
+    if node.get(SCHEMA_MARK) == POD_TEMPLATE:
+        # Not derived from the model: the Kubernetes shapes of the Pod template, with their CEL rules.
+        return template_schema()
     if "$ref" in node:
         target = defs[node["$ref"].rsplit("/", 1)[-1]]
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}

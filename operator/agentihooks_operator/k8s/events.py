@@ -65,7 +65,14 @@ def events_for(notice: Notice, *, swarm: str, namespace: str, swarm_uid: str | N
     return out
 
 
-_TYPES = {"fence": ("Fenced", True), "recovery": ("Decided", False), "outcome": ("RestoreReported", False)}
+_TYPES = {
+    "fence": ("Fenced", True),
+    "recovery": ("Decided", False),
+    "outcome": ("RestoreReported", False),
+    # A launch waiting on something outside the operator (its detail names a Secret or the API
+    # server's refusal, never a credential's content).
+    "launch_blocked": ("LaunchBlocked", True),
+}
 
 
 def notice_of_held(

@@ -11,6 +11,15 @@ ledger; ``clean_leftovers`` (run by the pass after its launches) deletes the
 noted attempts' credential Secret and launch ConfigMap. An absent object is
 already retired.
 
+Before anything of an attempt is created, the seat's provider credential Secret is read
+(:mod:`.provider`); its recognised keys are copied into the attempt's own credential Secret, which
+the worker Pod references. A missing or unusable Secret, or a Pod the API server's admission refuses
+(Pod Security, quota), raises :class:`~..recovery.errors.LaunchBlocked`: the core keeps the launch
+``unknown`` with that reason, which the seat's card and a ``LaunchBlocked`` Event show, and sends it
+again next pass. The Pod is built from ``spec.podTemplate`` under the operator's fields
+(:mod:`.podtemplate`); template values the operator's overrode are named in a ``PodTemplateIgnored``
+Warning Event.
+
 A call the operator's RBAC refuses (403) is noted before it is re-raised: the
 recovery core only logs a failed step and retries it next pass, so the pass
 reads the notes (:meth:`take_refusals`) and reports them by name.
@@ -25,22 +34,27 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
 from .client import KubeClient
 from .errors import ApiError
+from .events import Notice, events_for
 from .leftovers import Leftovers, MemoryLeftovers
 from .pods import (
     Execution,
     Owner,
     build_launch_configmap,
     build_launch_record,
-    build_pod_spec,
+    build_worker_pod,
     build_worker_secret,
     credential_secret_name,
     launch_configmap_name,
     pod_name,
+    seat_of,
 )
+from .provider import ProviderCredential, ProviderCredentialError
+from .provider import read as read_provider
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +107,8 @@ class KubernetesLauncher:
         #: Called before every call the recovery core makes (the pass renews its lease there).
         self.guard: Callable[[], None] = lambda: None
         self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
+        #: Texts of the ``PodTemplateIgnored`` Events already posted by this process.
+        self._ignored_seen: set[str] = set()
         self._refused: list[ApiError] = []
         self._refused_lock = threading.Lock()
 
@@ -135,8 +151,9 @@ class KubernetesLauncher:
     def _launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
         spec = self._spec()
         ex = execution_of(plan)
+        provider = self._provider(spec, ex.seat)  # before anything of the attempt is created
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
-        secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex)
+        secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider)
         # The Secret and the ConfigMap go together; the Pod only once both exist.
         configmap = self._pool.submit(
             self._create, "configmaps", build_launch_configmap(record, self.owner, ex)
@@ -147,10 +164,16 @@ class KubernetesLauncher:
                 "secrets",
                 self.owner.namespace,
                 secret["metadata"]["name"],
-                {"stringData": secret["stringData"]},
+                {
+                    "stringData": secret["stringData"],
+                    **({"data": secret["data"]} if "data" in secret else {}),
+                },
             )
         configmap.result()
-        result = self._create("pods", build_pod_spec(spec, self.owner, ex))
+        pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
+        if ignored:
+            self._template_ignored(ignored)
+        result = self._create_pod(pod)
         log.info(
             "attempt %s (seat %s, generation %d): pod %s",
             plan.execution_id,
@@ -161,6 +184,58 @@ class KubernetesLauncher:
         if self._on_launch is not None:
             self._on_launch(plan, result)
         return result
+
+    def _provider(self, spec: SwarmSpec, seat: str) -> ProviderCredential | None:
+        """The seat's provider credential, read now; :class:`LaunchBlocked` when it cannot be had."""
+        ref = spec.credentials_of(seat_of(spec, seat))
+        if ref is None:
+            return None
+        try:
+            return read_provider(self.kube, self.owner.namespace, ref.secret_name, spec.harness.name)
+        except ProviderCredentialError as e:
+            raise LaunchBlocked(f"{e}; nothing is launched until it is fixed", reason="credential") from e
+
+    def _create_pod(self, pod: dict[str, Any]) -> Literal["created", "exists"]:
+        """Create the Pod; a refusal by admission (Pod Security, quota, validation) is :class:`LaunchBlocked`
+        with the API server's words. An RBAC refusal stays an :class:`ApiError` (the pass reports it)."""
+        try:
+            return self._create("pods", pod)
+        except ApiError as e:
+            rbac = e.status == 403 and "cannot create resource" in e.message
+            if e.status in (400, 403, 422) and not rbac:
+                said = e.message or e.reason
+                raise LaunchBlocked(
+                    f"the API server refused the worker Pod: {said}", reason="admission"
+                ) from e
+            raise
+
+    def _template_ignored(self, ignored: list[str]) -> None:
+        """Name the template's overridden fields in a ``PodTemplateIgnored`` Warning Event (once per text)."""
+        text = "; ".join(ignored)
+        if text in self._ignored_seen:
+            return
+        self._ignored_seen.add(text)
+        log.warning(
+            "swarm %s/%s: the Pod template sets fields the operator owns; the operator's values are used: %s",
+            self.owner.namespace,
+            self.owner.name,
+            text,
+        )
+        notice = Notice(
+            "PodTemplateIgnored",
+            f"the worker Pod template sets fields the operator owns; the operator's values are used: {text}",
+            warning=True,
+        )
+        for event in events_for(
+            notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
+        ):
+            self._pool.submit(self._post_event, event)
+
+    def _post_event(self, event: dict[str, Any]) -> None:
+        try:
+            self.kube.create("events", self.owner.namespace, event)
+        except ApiError as e:  # an Event is a courtesy; the Pod has the operator's values either way
+            log.warning("could not post event %s: %s", event.get("reason"), e)
 
     def exists(self, execution_id: str) -> bool:
         self.guard()

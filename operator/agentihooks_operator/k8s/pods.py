@@ -13,6 +13,7 @@ process launched the Pod is the ``operator-id`` annotation.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,14 @@ from typing import Any
 from agentihooks_checkpoint.directive import RestoreDirective
 from agentihooks_checkpoint.launch import LaunchAuthority, LaunchRecord, Registration, RestoreSource
 
+from .. import worker_pod as wp
 from ..swarm import SeatSpec, SwarmSpec
 from .crd import API_VERSION, KIND
+from .podtemplate import apply_template
+from .provider import ProviderCredential
 
-DOMAIN = "swarm.agentihooks.io"
-LAUNCH_DIR = "/var/run/swarm/launch"
+DOMAIN = wp.DOMAIN
+LAUNCH_DIR = wp.LAUNCH_DIR
 LAUNCH_FILE = "launch.json"
 CREDENTIAL_ENV = "AGENTIHOOKS_WORKER_TOKEN"
 CREDENTIAL_KEY = "token"
@@ -33,13 +37,22 @@ CONTAINER = "agent"
 #: Prefix of the ``controller-owner`` label value: ``agentihooks-swarm-<slug>``.
 OWNER_PREFIX = "agentihooks-swarm-"
 
-#: Pod and container security defaults that Pod Security Admission's ``restricted`` level admits.
-POD_SECURITY: dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+#: Pod and container security defaults that Pod Security Admission's ``restricted`` level admits; a
+#: Pod template may change them (the namespace's admission then decides). ``fsGroup`` lets the worker
+#: user read the provider credential files (mode 0440) whatever user the template runs it as.
+POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "fsGroup": wp.WORKER_GID,
+}
 CONTAINER_SECURITY: dict[str, Any] = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
     "runAsNonRoot": True,
+    "readOnlyRootFilesystem": True,
 }
+#: Mode of the provider credential files (owner and the Pod's ``fsGroup`` read them).
+PROVIDER_FILE_MODE = 0o440
 
 
 def pod_name(execution_id: str) -> str:
@@ -181,19 +194,53 @@ def build_launch_configmap(record: LaunchRecord, owner: Owner, ex: Execution) ->
     }
 
 
-def build_worker_secret(token: str, owner: Owner, ex: Execution) -> dict[str, Any]:
-    """The per-execution worker credential; it reaches the worker only as an env var."""
-    return {
+def build_worker_secret(
+    token: str, owner: Owner, ex: Execution, provider: ProviderCredential | None = None
+) -> dict[str, Any]:
+    """The per-execution credentials: the worker's token (key ``token``, an env var of the worker
+    only) and the provider credential copied from the seat's Secret (keys ``provider.<name>``, still
+    base64 as read). Deleting this Secret (the fence does) ends both for the attempt."""
+    secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": _metadata(owner, ex, credential_secret_name(ex.execution_id)),
         "stringData": {CREDENTIAL_KEY: token},
     }
+    if provider is not None:
+        secret["data"] = dict(provider.data)
+    return secret
 
 
-def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, Any]:
-    """The worker Pod: never restarted in place; a lost attempt is replaced by a new execution."""
+def build_pod_spec(
+    spec: SwarmSpec, owner: Owner, ex: Execution, provider: ProviderCredential | None = None
+) -> dict[str, Any]:
+    """The worker Pod (see :func:`build_worker_pod`), without the template's warnings."""
+    return build_worker_pod(spec, owner, ex, provider)[0]
+
+
+def _provider_env(ex: Execution, provider: ProviderCredential | None) -> list[dict[str, Any]]:
+    if provider is None:
+        return []
+    secret = credential_secret_name(ex.execution_id)
+    env: list[dict[str, Any]] = [
+        {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": provider.key(name)}}}
+        for name in provider.env
+    ]
+    if provider.files:
+        env.append({"name": "AGENTIHOOKS_PROVIDER_FILES", "value": wp.PROVIDER_DIR})
+    return env
+
+
+def build_worker_pod(
+    spec: SwarmSpec, owner: Owner, ex: Execution, provider: ProviderCredential | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The worker Pod: never restarted in place; a lost attempt is replaced by a new execution.
+
+    The operator's Pod (names, labels, container, launch record, credentials, security defaults and
+    writable emptyDirs under a read-only root) with ``spec.podTemplate`` merged under it; the second
+    value lists the template values the operator's own overrode (see :mod:`.podtemplate`).
+    """
     seat = seat_of(spec, ex.seat)
     meta = _metadata(owner, ex, pod_name(ex.execution_id))
     meta["annotations"] = {
@@ -215,24 +262,50 @@ def build_pod_spec(spec: SwarmSpec, owner: Owner, ex: Execution) -> dict[str, An
     ]
     if spec.checkpoint_store.root:
         env.append({"name": "AGENTIHOOKS_CHECKPOINT_ROOT", "value": spec.checkpoint_store.root})
-    return {
+    env.extend(_provider_env(ex, provider))
+    mounts: list[dict[str, Any]] = [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "launch", "configMap": {"name": launch_configmap_name(ex.execution_id)}}
+    ]
+    if provider is not None and provider.files:
+        mounts.append({"name": "provider", "mountPath": wp.PROVIDER_DIR, "readOnly": True})
+        items = [{"key": provider.key(f), "path": f} for f in provider.files]
+        volumes.append(
+            {
+                "name": "provider",
+                "secret": {
+                    "secretName": credential_secret_name(ex.execution_id),
+                    "items": items,
+                    "defaultMode": PROVIDER_FILE_MODE,
+                },
+            }
+        )
+    # The root filesystem is read-only: the worker writes only in its home (attempt folders, harness
+    # homes, checkouts) and /tmp.
+    for name, path in wp.WRITABLE.items():
+        mounts.append({"name": name, "mountPath": path})
+        volumes.append({"name": name, "emptyDir": {}})
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
         "spec": {
             "restartPolicy": "Never",
             # The worker never talks to the Kubernetes API; its credential is the per-execution token.
+            # A template may name a serviceAccountName; its token is mounted only if the template
+            # also sets automountServiceAccountToken: true.
             "automountServiceAccountToken": False,
-            "securityContext": dict(POD_SECURITY),
+            "securityContext": copy.deepcopy(POD_SECURITY),
             "containers": [
                 {
                     "name": CONTAINER,
                     "image": spec.image,
                     "env": env,
-                    "securityContext": dict(CONTAINER_SECURITY),
-                    "volumeMounts": [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}],
+                    "securityContext": copy.deepcopy(CONTAINER_SECURITY),
+                    "volumeMounts": mounts,
                 }
             ],
-            "volumes": [{"name": "launch", "configMap": {"name": launch_configmap_name(ex.execution_id)}}],
+            "volumes": volumes,
         },
     }
+    return apply_template(pod, spec.pod_template)

@@ -6,6 +6,11 @@ then decide) are still running or held and no decision record exists yet (no
 choice is offered: it would be refused as not pending), ``awaiting decision``
 once the record says ``recovery_pending``, ``bound`` once a decision was
 accepted.
+
+A seat whose current attempt's launch is blocked (``LaunchBlocked``: a missing
+provider credential Secret, a Pod the API server refuses) shows it in
+``launch_blocked``: on its handoff card when the blocked attempt is the
+successor, otherwise on a card of its own with binding ``launch blocked``.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from . import held
 from .context import Ctx
 from .models import HandoffCard
 from .policy import card_reason, resume_label
-from .reads import attempts
+from .reads import Attempt, attempts
 
-#: The three values of ``HandoffCard.binding``.
+#: The values of ``HandoffCard.binding``.
 RECOVERING, AWAITING, BOUND = "recovering", "awaiting decision", "bound"
+#: A seat whose current attempt cannot be launched yet (its ``launch_blocked`` says why); such a card
+#: also exists for a first attempt, which no fence precedes.
+LAUNCH_BLOCKED = "launch blocked"
 
 
 def _s(v: bytes | str) -> str:
@@ -27,10 +35,16 @@ def _s(v: bytes | str) -> str:
 
 def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
     w = ctx.w
+    pipe = w.client.pipeline(transaction=False)
+    pipe.hgetall(w.keys.seat_handoffs)
+    pipe.hgetall(w.keys.recovery_work)
+    raw_handoffs, raw_work = pipe.execute()
     w.trip()
-    handoffs = {_s(k): _s(v) for k, v in w.client.hgetall(w.keys.seat_handoffs).items()}
+    handoffs = {_s(k): _s(v) for k, v in raw_handoffs.items()}
+    launching = [_s(k) for k, v in raw_work.items() if _s(v) == "launch"]
     seats = [s for s in spec.seats if s.name in handoffs]
-    fenced, rows = attempts(w, [handoffs[s.name] for s in seats], [s.task.id for s in seats])
+    fenced, rows = attempts(w, [*(handoffs[s.name] for s in seats), *launching], [s.task.id for s in seats])
+    blocked = _blocked(fenced, launching)
     successors = [a.decision.replacement for a in fenced.values() if a.decision and a.decision.replacement]
     after, _ = attempts(w, successors)
     waiting = {r.execution_id: held.view(r) for r in held.live(ctx)} if fenced else {}
@@ -82,6 +96,38 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 resume_label=label,
                 outcome=outcome,
                 held=waiting.get(fence.execution_id),
+                launch_blocked=blocked.pop(successor, (None, 0))[0] if successor else None,
             )
         )
+    order = {s.name: n for n, s in enumerate(spec.seats)}
+    for eid, (detail, since) in blocked.items():  # a first launch (or a card-less seat's) that waits
+        record = fenced[eid].record
+        name = record.seat if record is not None else ""
+        if name not in order or any(c.seat == name for c in out):
+            continue
+        out.append(
+            HandoffCard(
+                seat=name,
+                execution_id=eid,
+                at=since,
+                reason="launch_blocked",
+                continuity="pending",
+                binding=LAUNCH_BLOCKED,
+                launch_blocked=detail,
+            )
+        )
+    out.sort(key=lambda c: order.get(c.seat, len(order)))
+    return out
+
+
+def _blocked(found: dict[str, Attempt], launching: list[str]) -> dict[str, tuple[str, int]]:
+    """Attempts whose launch waits on something outside the operator: id → (why, since when)."""
+    out: dict[str, tuple[str, int]] = {}
+    for eid in launching:
+        att = found.get(eid)
+        entry = att.journal.get("launch") if att is not None else None
+        if att is None or att.record is None or entry is None or entry.status != "unknown":
+            continue
+        if entry.detail:
+            out[eid] = (entry.detail, entry.since_ms or entry.at_ms)
     return out

@@ -37,6 +37,21 @@ class InvalidInput(RecoveryError):
     """An argument that is not acceptable (bad id, unknown choice); nothing was written."""
 
 
+class LaunchBlocked(RecoveryError):
+    """The launcher cannot send an attempt's launch yet: something outside the operator is missing or
+    refused (a credential Secret, the API server's admission of the Pod).
+
+    Nothing was created that a retry would not reuse. ``message`` says what and how to fix it, never a
+    credential's content; ``reason`` is a fixed word (``credential``, ``admission``). The launch step
+    stays ``unknown`` and is sent again on every pass until it goes through.
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+
+
 class InjectedFault(RecoveryError):
     """Raised by a :class:`FaultInjector` at a named write point (tests and drills only)."""
 

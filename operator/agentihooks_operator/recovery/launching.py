@@ -7,6 +7,9 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
 
 * straight after the admission, this process knows it has not sent it yet and
   sends it;
+* a launch the launcher cannot send yet (:class:`~.errors.LaunchBlocked`: a missing credential
+  Secret, a Pod the API server refuses) stays ``unknown`` with the reason in its journal entry, which
+  the seat's card shows;
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
   whether the Pod exists; only if it does not, it mints a new credential and
   sends the launch again. Either way it then marks the step ``ok``.
@@ -16,13 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 
 from pydantic import SecretStr
 
 from .context import Ctx
+from .errors import LaunchBlocked
 from .models import LaunchPlan
 from .records import AttemptRecord
+
+log = logging.getLogger("agentihooks.recovery")
 
 
 def mint() -> tuple[str, str]:
@@ -78,7 +85,23 @@ def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> Launch
             return None
     plan = plan_for(record, token, ctx.w.epoch)
     ctx.point("before:launch")
-    ctx.launcher.launch(plan)
+    try:
+        ctx.launcher.launch(plan)
+    except LaunchBlocked as e:
+        # Stays ``unknown`` (a later pass observes, then sends again); the journal says why.
+        answer = ctx.w.run(
+            "blocked",
+            {
+                "execution_id": eid,
+                "seat": record.seat,
+                "generation": record.generation,
+                "reason": e.reason,
+                "detail": e.message,
+            },
+        )
+        if answer.get("changed"):
+            log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.swarm, eid, e.message)
+        return None
     ctx.point("after:launch")
     ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
     return plan

@@ -183,6 +183,21 @@ else redis.call('DEL', K['recovery-paused']) end
 return done({})
 """
 
+# A launch the launcher could not send yet (``LaunchBlocked``): the step stays ``unknown`` and carries
+# why, since when; a new or changed reason is one ``launch_blocked`` telemetry entry (one Event).
+BLOCKED = r"""
+local j = jget(K['attempt-journal'], P.execution_id) or {}
+local prev = j['launch']
+if not prev or prev.status ~= 'unknown' then return refuse('not_pending') end
+local changed = prev.detail ~= P.detail
+local since = prev.since_ms
+if changed or not since then since = now end
+j['launch'] = {status='unknown', epoch=epoch, at_ms=now, detail=P.detail, reason=P.reason, since_ms=since}
+jset(K['attempt-journal'], P.execution_id, j)
+if changed then event('launch_blocked', P.execution_id, P.seat, P.generation, nil, P.detail) end
+return done({changed=changed})
+"""
+
 # Journal marks, dropped requests and counters, with no other effect.
 MARKS = r"""
 if P.drop then for _, r in ipairs(P.drop) do redis.call('HDEL', K['recovery-requests'], r) end end
@@ -200,5 +215,6 @@ BODIES = {
     "heartbeat": HEARTBEAT,
     "pause": PAUSE,
     "marks": MARKS,
+    "blocked": BLOCKED,
     **HELD_BODIES,
 }

@@ -158,13 +158,16 @@ class HandoffCard(_Model):
     outcome: StoredOutcome | None = None
     #: The step this seat's recovery is held at, while it waits for an observation.
     held: HeldStep | None = None
+    #: Why the seat's current attempt cannot be launched yet (a missing or unreadable provider
+    #: credential Secret, the API server refusing the Pod); nothing runs until it is fixed.
+    launch_blocked: str | None = None
 
 
 class RecoveryEvent(_Model):
     """One entry of the swarm's bounded telemetry stream."""
 
     id: str
-    type: Literal["fence", "recovery", "outcome", "held", "step"]
+    type: Literal["fence", "recovery", "outcome", "held", "step", "launch_blocked"]
     execution_id: str
     seat: str
     expected_generation: int | None = None

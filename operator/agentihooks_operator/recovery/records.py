@@ -163,6 +163,11 @@ class JournalEntry(_Record):
     status: StepStatus
     epoch: int
     at_ms: int
+    #: An ``unknown`` launch the launcher could not send yet: why (never a credential), a fixed word,
+    #: and since when (ms; the first pass that saw this reason).
+    detail: str | None = None
+    reason: str | None = None
+    since_ms: int | None = None
 
 
 class HeldRecovery(_Record):

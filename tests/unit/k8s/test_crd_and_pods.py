@@ -89,9 +89,21 @@ def test_crd_and_model_refuse_the_same_bad_fields(path: tuple[str, ...], value: 
     assert list(_validator().iter_errors(bad)), f"CRD schema accepted {path}={value!r}"
 
 
+def _nodes(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [n for v in node for n in _nodes(v)]
+    if not isinstance(node, dict):
+        return []
+    return [node, *(n for v in node.values() for n in _nodes(v))]
+
+
 def test_schema_has_no_refs_or_anyof() -> None:
     text = json.dumps(crd.spec_schema())
-    assert "$ref" not in text and "anyOf" not in text and "additionalProperties" not in text
+    assert "$ref" not in text and "anyOf" not in text and "oneOf" not in text
+    # Structural: additionalProperties only as a map's value schema, never beside properties.
+    for node in _nodes(crd.spec_schema()):
+        if "additionalProperties" in node and isinstance(node["additionalProperties"], dict | bool):
+            assert "properties" not in node and isinstance(node["additionalProperties"], dict)
 
 
 def test_pod_names_labels_and_annotations() -> None:
