@@ -414,3 +414,50 @@ async def _event_saying(cluster: Cluster, text: str) -> bool:
 
 async def _status_running(cluster: Cluster, swarm: str) -> bool:
     return ((await cluster.swarm(swarm)).get("status") or {}).get("running") == 1
+
+
+def _role_path(cluster: Cluster) -> str:
+    role = next(d for d in cluster.rbac if d["kind"] == "Role")
+    return (
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{cluster.namespace}/roles/{role['metadata']['name']}"
+    )
+
+
+async def _set_rules(cluster: Cluster, rules: list[dict[str, Any]]) -> None:
+    headers = {"Content-Type": "application/merge-patch+json"}
+    r = await cluster.http.patch(_role_path(cluster), json={"rules": rules}, headers=headers)
+    r.raise_for_status()
+
+
+async def test_a_credential_secret_the_operator_may_not_read_blocks_the_launch_and_says_so(
+    cluster: Cluster, kubelet: Kubelet, redis_url: str
+) -> None:
+    """The chart grants ``get`` on Secrets; without it the card names the refusal, and nothing runs."""
+    ns = cluster.namespace
+    cluster.expected_denials = {("get", "", "secrets")}  # type: ignore[attr-defined]
+    await _credential_secret(cluster, {"ANTHROPIC_API_KEY": KEY})
+    rules = (await cluster.http.get(_role_path(cluster))).json()["rules"]
+    without_get = [
+        {**r, "verbs": [v for v in r["verbs"] if v != "get"]}
+        if r["apiGroups"] == [""] and "secrets" in r["resources"]
+        else r
+        for r in rules
+    ]
+    assert without_get != rules
+    await _set_rules(cluster, without_get)
+    async with running_operator(cluster, redis_url):
+        await cluster.create_swarm("unreadable", _with())
+        card = await eventually(
+            lambda: _blocked_card(cluster, "unreadable", 'Secret "anthropic" cannot be read'),
+            what="card naming the refusal",
+        )
+        assert f"forbidden: the operator may not get secrets in namespace {ns}" in card["launch_blocked"]
+        await eventually(
+            lambda: _event_saying(cluster, "cannot be read: forbidden"), what="LaunchBlocked Event"
+        )
+        assert await cluster.pods("unreadable") == [] and cluster.count("create", "pods") == 0
+
+        await _set_rules(cluster, rules)  # the rule is back: the seat launches, once
+        await running_seat(cluster, kubelet, "unreadable")
+        await eventually(lambda: _no_blocked_card(cluster, "unreadable"), what="card cleared")
+    assert cluster.count("create", "pods") == 1
