@@ -216,6 +216,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         lease_ms=config.lease_ms,
         cleanup=launcher.clean_leftovers,
         refusals=launcher.take_refusals,
+        stopping=_stopping_flag(memo),
     )
     launcher.guard = runner.keepalive
     return runner
@@ -243,7 +244,8 @@ async def recovery_loop(
         held: SwarmPass | None = memo["passes"].get(key)
         if held is not None:
             await asyncio.to_thread(held.close)
-            if stopped:  # shutting down or the Swarm is gone: let another replica take over at once
+            if stopped or _stopping_flag(memo)():
+                # Shutting down or the Swarm is gone: let another replica take over at once.
                 await asyncio.to_thread(_release, held)
 
 
@@ -275,7 +277,8 @@ async def _loop(
 ) -> None:
     config: OperatorConfig = memo["config"]
     runner: SwarmPass | None = None
-    while not stopped:
+    stopping = _stopping_flag(memo)
+    while not stopped and not stopping():
         try:
             spec = parse_spec(body.get("spec"))
         except InvalidSwarm:
@@ -299,12 +302,36 @@ async def _loop(
             raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
+        await _until_next_pass(runner, spec, trigger, stopped, stopping)
+
+
+def _stopping_flag(memo: Any) -> Callable[[], bool]:
+    """Whether this operator was told to stop (SIGTERM): from then on it takes no lease."""
+    flag = memo.get("stopping")
+    return (lambda: False) if flag is None else flag.is_set
+
+
+async def _until_next_pass(
+    runner: SwarmPass, spec: SwarmSpec, trigger: asyncio.Event, stopped: Any, stopping: Callable[[], bool]
+) -> None:
+    """Wait for a Pod event, the stop, or the pass interval; meanwhile renew the lease every third of
+    its TTL, so a quiet swarm whose pass interval is longer than the lease never loses it."""
+    loop = asyncio.get_running_loop()
+    due = loop.time() + spec.recovery.pass_interval_seconds
+    while not stopping():
+        timeout = min(due - loop.time(), runner.renew_every_s)
+        if timeout <= 0:
+            return
         waiter = asyncio.ensure_future(trigger.wait())
         stopper = asyncio.ensure_future(stopped.wait())
         try:
-            await asyncio.wait(
-                {waiter, stopper}, timeout=spec.recovery.pass_interval_seconds, return_when="FIRST_COMPLETED"
-            )
+            done, _ = await asyncio.wait({waiter, stopper}, timeout=timeout, return_when="FIRST_COMPLETED")
         finally:
             waiter.cancel()
             stopper.cancel()
+        if done or loop.time() >= due:
+            return
+        try:
+            await asyncio.to_thread(runner.renew)
+        except (redis.RedisError, RecoveryError) as e:
+            log.warning("could not renew the lease of %s: %s", runner.owner.name, e)

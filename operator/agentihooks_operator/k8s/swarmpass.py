@@ -75,11 +75,16 @@ class SwarmPass:
         lease_ms: int = 15000,
         cleanup: Callable[[], object] | None = None,
         refusals: Callable[[], list[ApiError]] | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
+        #: True once the operator was told to stop: from then on no pass takes the lease.
+        self._stopping = stopping or (lambda: False)
         self._closing = closing
         self._cleanup = cleanup
         self._refusals = refusals
         self._renew_after_s = lease_ms / 3000
+        #: How often an idle holder renews its lease between passes (a third of the TTL).
+        self.renew_every_s = self._renew_after_s
         self._renewed_at = 0.0
         self.recovery = recovery
         self.kube = kube
@@ -132,6 +137,15 @@ class SwarmPass:
             raise LeaseLost(f"the lease of swarm {self.owner.name} was lost during a pass")
         self._renewed_at = time.monotonic()
 
+    def renew(self) -> bool:
+        """Keep (or take) the lease between passes; never while the operator is stopping."""
+        if self._stopping():
+            return False
+        if not self.recovery.acquire():
+            return False
+        self._renewed_at = time.monotonic()
+        return True
+
     def run(self, spec: SwarmSpec) -> PassResult:
         """One pass; calls RBAC refused (403), in a step or in the pass itself, end it as
         :class:`AccessDenied` naming each refused verb, resource and namespace."""
@@ -157,7 +171,7 @@ class SwarmPass:
 
     def _run(self, spec: SwarmSpec) -> PassResult:
         t0 = time.perf_counter()
-        if not self.recovery.acquire():
+        if self._stopping() or not self.recovery.acquire():
             return PassResult(leader=False)
         self._renewed_at = time.monotonic()
         if self._seen_events is None:  # entries older than this process were published before
