@@ -5,7 +5,8 @@
 Rather than leaving them open, the CRD validates each against the real Kubernetes 1.30 OpenAPI
 definitions bundled with the ``kubernetes-validate`` package (a test dependency; the operator itself
 only reads the file this script writes). Each definition is inlined and made structural, as a CRD
-needs it: descriptions dropped, ``$ref`` inlined, ``[type, "null"]`` reduced to the type (the API
+needs it: each description cut to its first sentence (``kubectl explain`` prints it; the whole texts
+would triple the CRD's size), ``$ref`` inlined, ``[type, "null"]`` reduced to the type (the API
 server prunes nulls), quantities and int-or-strings marked ``x-kubernetes-int-or-string``, list and
 map markers dropped (the Pod's own validation checks them when the Pod is created). Unknown fields
 stay unknown: ``kubectl`` (strict field validation) refuses them with their path.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,18 @@ INT_OR_STRING = (
 )
 KEEP_FORMATS = {"int32", "int64", "double", "byte"}
 SCHEMA_KEYS = {"type", "properties", "items", "additionalProperties", "required", "enum", "format", "$ref"}
+#: A description is cut to its first sentence, at most this long (the CRD stays small).
+DESCRIPTION_CAP = 200
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a Kubernetes description, on one line (abbreviations like e.g. kept)."""
+    flat = " ".join(text.split())
+    match = re.search(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)\.(\s|$)", flat)
+    sentence = flat[: match.start() + 1] if match else flat
+    if len(sentence) > DESCRIPTION_CAP:
+        sentence = sentence[: DESCRIPTION_CAP - 1].rsplit(" ", 1)[0] + "…"
+    return sentence
 
 
 def _defs() -> dict[str, Any]:
@@ -45,17 +59,27 @@ def _defs() -> dict[str, Any]:
     return defs
 
 
+def _int_or_string(node: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"x-kubernetes-int-or-string": True}
+    if node.get("description"):
+        out["description"] = first_sentence(node["description"])
+    return out
+
+
 def _structural(node: dict[str, Any], defs: dict[str, Any], trail: tuple[str, ...] = ()) -> dict[str, Any]:
     """One schema node, inlined and structural."""
     if "$ref" in node:
         name = node["$ref"].rsplit("/", 1)[-1]
         if name in INT_OR_STRING:
-            return {"x-kubernetes-int-or-string": True}
+            return _int_or_string(node)
         if name in trail:
             raise ValueError(f"recursive definition {name}: cannot inline it")
-        return _structural(defs[name], defs, (*trail, name))
+        inlined = _structural(defs[name], defs, (*trail, name))
+        if node.get("description"):  # the field's own description says more than its type's
+            inlined["description"] = first_sentence(node["description"])
+        return inlined
     if "oneOf" in node:  # only the two int-or-string shapes use it
-        return {"x-kubernetes-int-or-string": True}
+        return _int_or_string(node)
     out: dict[str, Any] = {}
     kind = node.get("type")
     if isinstance(kind, list):
@@ -64,6 +88,9 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], trail: tuple[str, ..
     if kind is not None:
         out["type"] = kind
     for key, value in node.items():
+        if key == "description" and value:
+            out["description"] = first_sentence(value)
+            continue
         if key not in SCHEMA_KEYS or key in {"type", "$ref"}:
             continue
         if key == "properties":

@@ -4,6 +4,9 @@ The kopf layer parses a ``Swarm`` custom resource's ``spec`` into
 :class:`SwarmSpec`; the recovery core, the Pod builders and the control API
 take these models and never a raw dict. Field names are the CRD's (camelCase
 on the wire, snake_case in Python).
+
+Every field's docstring is its description in the CRD (``use_attribute_docstrings``), which is what
+``kubectl explain swarm.spec...`` prints; tests/unit/chart/test_crd.py fails on a field without one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,13 @@ PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9][A
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+    )
 
 
 class ProviderCredentials(_Model):
@@ -37,50 +46,83 @@ class ProviderCredentials(_Model):
     launch record, a ConfigMap, an Event, a log line, ``status`` or a checkpoint.
     """
 
-    #: Name of the Secret (same namespace as the Swarm).
     secret_name: str = Field(min_length=1, max_length=253, pattern=OBJECT_NAME)
+    """Name of the Secret (same namespace as the Swarm)."""
 
 
 class HarnessSpec(_Model):
+    """The agent harness every seat runs."""
+
     name: Literal["claude", "codex"]
-    #: The agent argv the worker runs for a fresh or reconstructed start.
+    """The harness: `claude` (Claude Code) or `codex` (Codex CLI). It decides where sessions are found
+    and how a native resume is started."""
     command: list[str] = Field(min_length=1)
-    #: The provider account every seat uses unless the seat names its own (``seats[].credentials``).
+    """The agent argv the worker runs for a fresh or reconstructed start."""
     credentials: ProviderCredentials | None = None
+    """The provider account every seat uses unless the seat names its own (`seats[].credentials`)."""
 
 
 class TaskSpec(_Model):
+    """The task a seat works on."""
+
     id: str = Field(pattern=IDENTIFIER)
+    """Id of the task (letters, digits and `._@-`, at most 128 characters); a replacement holds the
+    same task."""
     text: str = Field(min_length=1, max_length=65536)
+    """The task's text (at most 64 KiB), given to the agent on a fresh or reconstructed start."""
 
 
 class SeatSpec(_Model):
+    """One seat: an agent on one task in one project. The operator keeps exactly one execution of it."""
+
     name: str = Field(pattern=SEAT_NAME)
-    #: ``github.com/<owner>/<repo>`` | ``local:<name>`` | ``unknown``.
+    """Name of the seat, unique in the Swarm (a DNS label: lower-case letters, digits and `-`)."""
     project: str = Field(pattern=PROJECT_ID)
-    #: Clone URL of the project (optional; the worker clones when the worktree has no repository).
+    """The project: `github.com/<owner>/<repo>`, `local:<name>` or `unknown`. A checkpoint is restored
+    only into the project it was captured in."""
     repository: str | None = None
+    """Clone URL of the project (optional; the worker clones when the worktree has no repository)."""
     task: TaskSpec
-    #: This seat's own provider account (its account slot's Secret); overrides ``harness.credentials``.
+    """The seat's task."""
     credentials: ProviderCredentials | None = None
+    """This seat's own provider account (its account slot's Secret); overrides `harness.credentials`."""
 
 
 class MasterSpec(_Model):
+    """A master agent that may post restore decisions for this Swarm's seats."""
+
     agent: str = Field(pattern=IDENTIFIER)
-    #: Name of the Secret (same namespace) whose ``token`` key is this master's credential.
+    """The master's agent id (letters, digits and `._@-`), unique in the Swarm."""
     credential_secret: str = Field(min_length=1, max_length=253)
+    """Name of the Secret (same namespace) whose `token` key is this master's credential."""
 
 
 class RecoverySpec(_Model):
+    """How the operator recovers failed attempts."""
+
     automation: bool = True
+    """`true`: the operator decides by itself where the rules allow it (a native resume from a
+    verified checkpoint, a fresh start for a superseded spawn). `false`: every failed attempt waits for
+    a decision of a master or the operator."""
     image_pull_grace_seconds: int = Field(default=120, ge=0, le=3600)
+    """Seconds a container may keep failing to pull its image before the attempt counts as failed
+    (`image_pull`)."""
     pass_interval_seconds: float = Field(default=5.0, gt=0, le=600)
+    """Seconds between two recovery passes of the Swarm; a Pod event starts one at once as well."""
 
 
 class CheckpointStoreSpec(_Model):
+    """Where the Swarm's workers keep their checkpoints."""
+
     bucket: str | None = None
+    """A bucket name. Accepted but not read by this version: the operator's checkpoint store is the
+    chart's `checkpointStore` setting, which workers reach with `remote: true`."""
     root: str | None = None
+    """Absolute path of a checkpoint folder inside the worker Pods (their
+    `AGENTIHOOKS_CHECKPOINT_ROOT`); mount a volume there with `podTemplate`."""
     remote: bool = False
+    """`true`: workers read and write checkpoints through the controller's scoped routes, so worker
+    Pods need no bucket credentials or checkpoint volume of their own."""
 
     @model_validator(mode="after")
     def _root_is_absolute(self) -> CheckpointStoreSpec:
@@ -92,12 +134,12 @@ class CheckpointStoreSpec(_Model):
 class AccountBrokerSpec(_Model):
     """An external account broker: provider account slots are released over HTTP instead of Redis."""
 
-    #: Base URL of the broker (``http://`` or ``https://``).
     url: str = Field(pattern=r"^https?://[^\s]+$", max_length=2048)
-    #: Name of the Secret (same namespace) whose ``token`` key is the bearer credential for the broker.
+    """Base URL of the broker (`http://` or `https://`)."""
     credential_secret: str | None = Field(default=None, min_length=1, max_length=253)
-    #: Seconds to wait for one broker request before its outcome counts as unknown.
+    """Name of the Secret (same namespace) whose `token` key is the bearer credential for the broker."""
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    """Seconds to wait for one broker request before its outcome counts as unknown."""
 
 
 def _keys_known(where: str, value: dict[str, Any], allowed: tuple[str, ...], owned: dict[str, str]) -> None:
@@ -117,7 +159,9 @@ class PodTemplate(_Model):
     """
 
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """`labels` and `annotations` added to the worker Pod's own."""
     spec: dict[str, Any] = Field(default_factory=dict)
+    """Fields of the worker Pod's spec and, under `container`, of its worker container."""
 
     @field_validator("metadata")
     @classmethod
@@ -157,17 +201,27 @@ class PodTemplate(_Model):
 
 
 class SwarmSpec(_Model):
-    #: The worker image; its tag is the compatibility key of checkpoints.
+    """A swarm of agent seats whose worker Pods the operator launches and recovers: exactly one
+    replacement per failed attempt, restored from a verified checkpoint where one exists."""
+
     image: str = Field(min_length=1)
+    """The worker image; its tag is the compatibility key of checkpoints (a checkpoint is offered only
+    to workers of the image tag it was captured under)."""
     harness: HarnessSpec
+    """The agent harness the seats run."""
     seats: list[SeatSpec] = Field(min_length=1)
+    """The seats (at least one, names unique)."""
     masters: list[MasterSpec] = Field(default_factory=list)
+    """Master agents that may post restore decisions (agents unique)."""
     recovery: RecoverySpec = Field(default_factory=RecoverySpec)
+    """How failed attempts are recovered."""
     checkpoint_store: CheckpointStoreSpec = Field(default_factory=CheckpointStoreSpec)
-    #: Where account slots come from: absent = the built-in pool in Redis (released with the fence).
+    """Where the workers keep their checkpoints."""
     account_broker: AccountBrokerSpec | None = None
-    #: Fields of the worker Pod beyond the operator's own (resources, env, volumes, scheduling...).
+    """Where account slots come from: absent = the built-in pool in Redis (released with the fence)."""
     pod_template: PodTemplate | None = Field(default=None, json_schema_extra={SCHEMA_MARK: "podTemplate"})
+    """Fields of the worker Pod beyond the operator's own (resources, env, volumes, scheduling...), in
+    their Kubernetes shapes; the operator's own fields always win."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> SwarmSpec:

@@ -12,6 +12,7 @@ schema is the real Kubernetes one (:func:`.podtemplate.template_schema`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..swarm import SCHEMA_MARK, SwarmSpec
@@ -37,30 +38,50 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "description": "What the operator last observed, written by the lease holder after each recovery pass.",
     "properties": {
-        "seats": {"type": "integer"},
-        "running": {"type": "integer"},
-        "recovering": {"type": "integer"},
-        "awaitingDecision": {"type": "integer"},
-        "held": {"type": "integer"},
-        "paused": {"type": "boolean"},
-        "controllerEpoch": {"type": "integer"},
-        "observedGeneration": {"type": "integer"},
+        "seats": {"type": "integer", "description": "Seats of the Swarm."},
+        "running": {"type": "integer", "description": "Seats whose current attempt runs."},
+        "recovering": {"type": "integer", "description": "Seats being recovered (fenced, being replaced)."},
+        "awaitingDecision": {
+            "type": "integer",
+            "description": "Seats whose failed attempt waits for a restore decision.",
+        },
+        "held": {"type": "integer", "description": "Seats whose recovery is held on a step that failed."},
+        "paused": {"type": "boolean", "description": "Automation is paused for the Swarm."},
+        "controllerEpoch": {
+            "type": "integer",
+            "description": "Epoch of the Swarm's Redis lease (the fencing token) of the writing operator.",
+        },
+        "observedGeneration": {
+            "type": "integer",
+            "description": "The `metadata.generation` this status was computed for.",
+        },
         "handoffs": {
             "type": "array",
+            "description": "One card per recent handoff: the outcome a replacement reported (continuity, "
+            "checkpoint) as the ledger page shows it.",
             "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
         },
         "conditions": {
             "type": "array",
+            "description": "Standard conditions (`SpecValid`: the spec was accepted by the operator).",
             "items": {
                 "type": "object",
                 "required": ["type", "status"],
                 "properties": {
-                    "type": {"type": "string"},
-                    "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-                    "reason": {"type": "string"},
-                    "message": {"type": "string"},
-                    "lastTransitionTime": {"type": "string"},
+                    "type": {"type": "string", "description": "Condition type."},
+                    "status": {
+                        "type": "string",
+                        "enum": ["True", "False", "Unknown"],
+                        "description": "`True`, `False` or `Unknown`.",
+                    },
+                    "reason": {"type": "string", "description": "One-word reason in CamelCase."},
+                    "message": {"type": "string", "description": "Human-readable details."},
+                    "lastTransitionTime": {
+                        "type": "string",
+                        "description": "When the condition last changed status (RFC 3339).",
+                    },
                 },
             },
         },
@@ -70,6 +91,15 @@ STATUS_SCHEMA: dict[str, Any] = {
 }
 
 
+def description(text: str) -> str:
+    """A model docstring as a CRD description (what ``kubectl explain`` prints): lines joined,
+    paragraphs kept, reStructuredText markup reduced to plain backticks."""
+    text = re.sub(r":\w+:`~?\.?([^`]+)`", lambda m: f"`{m[1].rsplit('.', 1)[-1]}`", text)
+    text = text.replace("``", "`")
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text.strip())]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
 def _structural(node: Any, defs: dict[str, Any]) -> Any:
     if isinstance(node, list):
         return [_structural(item, defs) for item in node]
@@ -77,7 +107,10 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
         return node
     if node.get(SCHEMA_MARK) == POD_TEMPLATE:
         # Not derived from the model: the Kubernetes shapes of the Pod template, with their CEL rules.
-        return template_schema()
+        schema = template_schema()
+        if node.get("description"):
+            schema["description"] = description(node["description"])
+        return schema
     if "$ref" in node:
         target = defs[node["$ref"].rsplit("/", 1)[-1]]
         merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
@@ -98,6 +131,9 @@ def _structural(node: Any, defs: dict[str, Any]) -> Any:
             continue
         if key == "const":
             out["enum"] = [value]
+            continue
+        if key == "description":
+            out["description"] = description(value)
             continue
         out[key] = _structural(value, defs)
     return out
@@ -131,9 +167,15 @@ def crd_manifest() -> dict[str, Any]:
                         "openAPIV3Schema": {
                             "type": "object",
                             "required": ["spec"],
+                            "description": "A Swarm: agent seats whose worker Pods the operator "
+                            "launches and recovers.",
                             "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
+                                "apiVersion": {
+                                    "type": "string",
+                                    "description": "`agentihooks.io/v1alpha1`.",
+                                },
+                                "kind": {"type": "string", "description": "`Swarm`."},
+                                # The API server refuses anything but `type` here (even a description).
                                 "metadata": {"type": "object"},
                                 "spec": spec_schema(),
                                 "status": STATUS_SCHEMA,

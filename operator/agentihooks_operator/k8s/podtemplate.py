@@ -57,9 +57,18 @@ def _forbid(owned: dict[str, str], where: str) -> list[dict[str, str]]:
     return rules
 
 
+#: The description of a field the operator owns: declared in the schema only to be refused.
+OWNED = "Set by the operator; a template may not set it."
+
+
+def _owned(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "description": OWNED}
+
+
 def _meta_map(kind: str) -> dict[str, Any]:
     return {
         "type": "object",
+        "description": f"{kind.capitalize()} added to the worker Pod's own (not under {wp.DOMAIN}/).",
         "maxProperties": wp.MAX_META,
         "additionalProperties": {"type": "string"},
         "x-kubernetes-validations": [
@@ -77,12 +86,14 @@ def template_schema() -> dict[str, Any]:
     owned_paths = _quoted(list(wp.OWNED_PATHS))
     container: dict[str, Any] = {
         "type": "object",
+        "description": "Fields of the worker container (env, envFrom, imagePullPolicy, resources, "
+        "securityContext, volumeMounts), as in a Pod's container.",
         "properties": {
             **k8s["container"],
-            "name": {"type": "string"},
-            "image": {"type": "string"},
-            "command": {"type": "array", "items": {"type": "string"}},
-            "args": {"type": "array", "items": {"type": "string"}},
+            "name": _owned({"type": "string"}),
+            "image": _owned({"type": "string"}),
+            "command": _owned({"type": "array", "items": {"type": "string"}}),
+            "args": _owned({"type": "array", "items": {"type": "string"}}),
         },
         "x-kubernetes-validations": _forbid(wp.OWNED_CONTAINER, "podTemplate.spec.container"),
     }
@@ -119,33 +130,41 @@ def template_schema() -> dict[str, Any]:
     ]
     spec: dict[str, Any] = {
         "type": "object",
+        "description": "Fields of the worker Pod's spec, as in a Pod, and the worker `container`.",
         "properties": {
             **k8s["pod"],
             "container": container,
-            "restartPolicy": {"type": "string"},
-            "containers": {
-                "type": "array",
-                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-            "initContainers": {
-                "type": "array",
-                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
+            "restartPolicy": _owned({"type": "string"}),
+            "containers": _owned(
+                {
+                    "type": "array",
+                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                }
+            ),
+            "initContainers": _owned(
+                {
+                    "type": "array",
+                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                }
+            ),
         },
         "x-kubernetes-validations": _forbid(wp.OWNED_POD, "podTemplate.spec"),
     }
     metadata: dict[str, Any] = {
         "type": "object",
+        "description": "Labels and annotations of the worker Pod.",
         "properties": {
             "labels": _meta_map("labels"),
             "annotations": _meta_map("annotations"),
-            "name": {"type": "string"},
-            "generateName": {"type": "string"},
-            "namespace": {"type": "string"},
-            "ownerReferences": {
-                "type": "array",
-                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
+            "name": _owned({"type": "string"}),
+            "generateName": _owned({"type": "string"}),
+            "namespace": _owned({"type": "string"}),
+            "ownerReferences": _owned(
+                {
+                    "type": "array",
+                    "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                }
+            ),
         },
         "x-kubernetes-validations": _forbid(wp.OWNED_METADATA, "podTemplate.metadata"),
     }
