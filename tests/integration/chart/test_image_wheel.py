@@ -28,7 +28,14 @@ def _context(dest: Path) -> Path:
         for line in (ROOT / "deploy" / "Dockerfile.operator.dockerignore").read_text().splitlines()
         if line.startswith("!")
     ]
-    assert sorted(allowed) == ["README.md", "operator", "pyproject.toml", "worker"]
+    assert sorted(allowed) == [
+        "LICENSE",
+        "README.md",
+        "operator",
+        "pyproject.toml",
+        "requirements.lock",
+        "worker",
+    ]
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in allowed:
         src = ROOT / name
@@ -73,6 +80,8 @@ def test_wheel_has_the_packages_and_console_scripts(wheel: Path) -> None:
     assert not [n for n in names if n.startswith("operator/")], "operator/ is a source root, not a package"
     for script in ("agentihooks-operator", "agentihooks-worker", "agentihooks"):
         assert f"{script} = " in entry_points
+    assert "agentihooks-demo" not in entry_points, "the demo is not part of the product"
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "the licence travels"
 
 
 def test_wheel_carries_every_data_file_of_the_packages(wheel: Path) -> None:

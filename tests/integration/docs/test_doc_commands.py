@@ -48,13 +48,19 @@ MAKE_TARGETS = {
     "install": "run by `make test`",
     "bench": "runs bench/*.py (benchmarks are not tests)",
     "control-plane": "run by `make test` before pytest (the integration tests need its binaries)",
+    "dist": "its recipe is run by tests/integration/chart/test_dist.py, which opens every artefact",
 }
 #: Project scripts and what runs them.
 SCRIPTS = {
     "scripts/control-plane.sh": "run by `make test` (its control-plane target) on every CI run",
     "scripts/install-deps.sh": "run by `make install`, which `make test` runs",
 }
-PRODUCT = ("agentihooks", "agentihooks-worker", "agentihooks-operator", "agentihooks-demo")
+PRODUCT = ("agentihooks", "agentihooks-worker", "agentihooks-operator")
+#: Commands that are not installed: (name, what to write instead).
+NOT_INSTALLED = {
+    "agentihooks-demo": "the demo needs a source checkout and is not a console script: "
+    "write `make demo` or `python -m agentihooks_demo.main`",
+}
 
 
 def _placeholders(text: str) -> str:
@@ -99,6 +105,8 @@ def check(cmd: DocCommand) -> str:
                     assert (REPO / word).exists(), f"{cmd.where}: {word} does not exist"
             return reason
     argv = shlex.split(_placeholders(text))
+    if first in NOT_INSTALLED:
+        raise AssertionError(f"{cmd.where}: {first} is not installed: {NOT_INSTALLED[first]}")
     script = first.removeprefix("./")
     if script in SCRIPTS:
         assert (REPO / script).exists(), f"{cmd.where}: {script} does not exist"
@@ -162,6 +170,8 @@ def test_a_command_nothing_runs_is_caught() -> None:
         check(DocCommand("docs/x.md", 1, 'curl -sS -X POST "$CONTROL_URL/v1/executions/e/restore-decisions"'))
     with pytest.raises(AssertionError, match="does not exist"):
         check(DocCommand("docs/x.md", 1, "helm install x charts/no-such-chart"))
+    with pytest.raises(AssertionError, match="agentihooks-demo is not installed"):
+        check(DocCommand("docs/x.md", 1, "agentihooks-demo --keep"))
 
 
 def test_readme_has_exactly_the_two_set_up_commands() -> None:
