@@ -3,7 +3,8 @@
 Layout (kept from the original worker): ``<base>/<execution_id>/`` holding
 ``homes/ run/ checkouts/ worktrees/ spool/ tmp/ profiles/``. The harness home
 is ``homes/<harness>``; ``HOME`` points there, with ``CLAUDE_CONFIG_DIR`` and
-``CODEX_HOME`` beneath it. ``continuation.txt`` sits in the attempt folder.
+``CODEX_HOME`` beneath it. ``continuation.txt`` (reconstructed) and
+``resume-prompt.txt`` (native) sit in the attempt folder.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ class AttemptLayout:
     @property
     def continuation(self) -> Path:
         return self.root / "continuation.txt"
+
+    @property
+    def resume_prompt(self) -> Path:
+        """The native resume command's standard input (see ``continuation.write_resume_prompt``)."""
+        return self.root / "resume-prompt.txt"
 
     @property
     def tmp(self) -> Path:

@@ -236,6 +236,7 @@ class Boot:
             native_version=version,
             restored_transcript=ctx.restored.transcript,
             restored_watermark=record.watermark if record else None,
+            restored_session_id=ctx.restored.outcome.session_id,
         )
 
     def _clone_fresh(self, launch: LaunchRecord, layout: AttemptLayout) -> None:

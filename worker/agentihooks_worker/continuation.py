@@ -1,8 +1,15 @@
-"""``continuation.txt``: the opening prompt of a reconstructed conversation.
+"""The harness's first input after a restore: ``continuation.txt`` or ``resume-prompt.txt``.
 
-It holds conversation content, so it is created readable by the worker user
-only (0600) and is never logged. The archived transcript's bytes are copied
+``continuation.txt`` is the opening prompt of a reconstructed conversation. It
+holds conversation content, so it is created readable by the worker user only
+(0600) and is never logged. The archived transcript's bytes are copied
 unchanged after the opening line.
+
+``resume-prompt.txt`` is the next turn of a natively resumed conversation. A
+worker has no terminal, and both real CLIs refuse to reopen a session without
+one more prompt when none is attached (``claude --resume <id>`` exits 1 asking
+for a prompt; ``codex exec resume <id>`` exits 1 with "No prompt provided via
+stdin"), so the resume command reads this one line on its standard input.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 OPENING_LINE = "Continue from this recorded conversation. Native resume was unavailable."
+#: The turn a natively resumed conversation continues with.
+RESUME_LINE = "Continue from where this conversation stopped. The worker restarted and resumed it natively."
 
 
 def write_continuation(path: Path, transcript_chunks: Iterable[bytes]) -> Path:
@@ -36,9 +45,23 @@ def write_continuation(path: Path, transcript_chunks: Iterable[bytes]) -> Path:
 def prompt_delivery(agent: list[str], continuation: Path) -> tuple[list[str], Path]:
     """The original command, with ``continuation`` on its standard input.
 
-    Both CLIs take piped input as the opening context beside any prompt in the
-    original command (``claude -p`` prepends it, ``codex exec`` adds it as a
-    stdin block), so the command itself stays exactly as launched and no
-    transcript runs into the kernel's argument size limit.
+    Both CLIs take piped input into their first turn beside any prompt in the
+    original command: Claude Code 2.1 (``claude -p``) sends the prompt, a
+    newline, then the input; Codex 0.162 (``codex exec``) sends the prompt, then
+    the input in a ``<stdin>`` block. The command itself stays exactly as
+    launched and no transcript runs into the kernel's argument size limit.
     """
     return list(agent), continuation
+
+
+def write_resume_prompt(path: Path) -> Path:
+    """Write :data:`RESUME_LINE` to ``path`` (0600), replacing any earlier file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(RESUME_LINE.encode())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path

@@ -1,7 +1,9 @@
 """The supervisor's capture hook: checkpoint the running attempt under its own generation.
 
 Each call finds the session the harness is writing (its newest transcript
-for the worktree), and captures that transcript, its native files (only when
+for the worktree, or the natively restored session when that one is newer: a
+resumed Codex rollout keeps the old attempt's ``cwd`` in its ``session_meta``,
+so no cwd match finds it), and captures that transcript, its native files (only when
 the installed harness is qualified for native resume) and the worktree's
 source. Before the harness has written anything, a restored attempt captures
 the transcript it was restored from, so a replacement that dies early is
@@ -24,7 +26,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from .attempt import AttemptLayout
 from .capture import CaptureRequest, capture
-from .harness import Harness
+from .harness import Harness, NativeSession
 from .report import emit, event_line
 from .supervisor import CaptureResult, CaptureWhen
 from .transcripts import count_records
@@ -50,6 +52,8 @@ class LiveCapture:
     native_version: str | None
     restored_transcript: Path | None = None
     restored_watermark: int | None = None
+    #: The session a native restore reopened (the harness goes on writing it).
+    restored_session_id: str | None = None
     taken: list[str] = field(default_factory=list)
     #: What the last committed capture saw; a periodic capture of the same state is skipped.
     last_fingerprint: str | None = None
@@ -57,7 +61,7 @@ class LiveCapture:
     def __call__(self, when: CaptureWhen) -> CaptureResult | None:
         if not (self.layout.worktree / ".git").exists():
             return None
-        session = self.harness.newest_session(self.layout.harness_home, self.layout.worktree)
+        session = self._current_session()
         native_files: list[str] = []
         session_id: str | None = None
         if session is not None:
@@ -82,6 +86,17 @@ class LiveCapture:
         result = self._commit(when, transcript, watermark, session_id, native_files)
         self.last_fingerprint = fingerprint
         return result
+
+    def _current_session(self) -> NativeSession | None:
+        """The newest session for the worktree, or the restored one when it was written more recently."""
+        home, worktree = self.layout.harness_home, self.layout.worktree
+        found = self.harness.newest_session(home, worktree)
+        if self.restored_session_id is None:
+            return found
+        restored = self.harness.find_session(home, self.restored_session_id, worktree)
+        if restored is None or (found is not None and _mtime(home, found) > _mtime(home, restored)):
+            return found
+        return restored
 
     def _commit(
         self, when: CaptureWhen, transcript: Path, watermark: int, session_id: str | None, native: list[str]
@@ -128,6 +143,10 @@ class LiveCapture:
             )
             return CaptureResult(checkpoint_id=checkpoint_id, session_id=session_id, watermark=watermark)
         raise CheckpointExists("could not find a free checkpoint id")
+
+
+def _mtime(home: Path, session: NativeSession) -> int:
+    return (home / session.transcript).stat().st_mtime_ns
 
 
 def _fingerprint(files: list[Path], worktree: Path) -> str:

@@ -11,7 +11,8 @@ Order (each step only runs when the one before it passed):
    files land in the harness home, then the harness version is checked —
    all before the worktree is touched;
 5. source: bundle, patch and untracked files into the worktree;
-6. reconstructed: ``continuation.txt`` becomes the opening prompt.
+6. reconstructed: ``continuation.txt`` becomes the opening prompt; native: the
+   resume command, with ``resume-prompt.txt`` as its next turn.
 
 Every refusal is counted under ``refused/<reason>``; every delivered restore
 under its continuity type.
@@ -40,7 +41,7 @@ from agentihooks_checkpoint.validator import Validator
 from agentihooks_checkpoint.verdict import StagedCheckpoint
 
 from .attempt import AttemptLayout
-from .continuation import prompt_delivery, write_continuation
+from .continuation import prompt_delivery, write_continuation, write_resume_prompt
 from .errors import Refused
 from .harness import Harness
 from .metrics import RestoreMetrics
@@ -187,6 +188,7 @@ class Restorer:
         if native:
             assert directive.session_id is not None
             argv = harness.resume_command(agent, directive.session_id)
+            stdin = write_resume_prompt(layout.resume_prompt)  # the CLIs reopen a session only with a prompt
         else:
             archived = staged.get(Role.TRANSCRIPT.value)
             if archived is None:

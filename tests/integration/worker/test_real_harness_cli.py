@@ -1,61 +1,29 @@
 """Our version parsing and resume arguments against the real Claude Code and Codex CLIs from npm.
 
-The packages are installed once into a cache folder outside the repository
-(``AGENTIHOOKS_NPM_CACHE``, default ``~/.cache/agentihooks-npm``) and reused;
-the test is skipped, saying why, only when npm or its registry is unreachable.
+The pinned packages come from :mod:`testsupport.real_clis` (installed once into
+``AGENTIHOOKS_NPM_CACHE``, default ``~/.cache/agentihooks-npm``, and by
+``scripts/install-deps.sh``); the tests are skipped only where npm itself is
+missing, and fail there under ``CI=true``. The resume commands are run for
+real in ``test_real_cli_resume.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from agentihooks_worker.harness import ClaudeCode, Codex
+from testsupport import real_clis
 
-PINNED = {"@anthropic-ai/claude-code": "2.1.332", "@openai/codex": "0.162.1"}
+PINNED = real_clis.PINNED
 SID = "0f9e3a52-7c1d-4a8e-9b61-2d5c8e4f7a10"
-
-
-def _installed(cache: Path, package: str) -> str | None:
-    manifest = cache / "node_modules" / package / "package.json"
-    try:
-        version = json.loads(manifest.read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
-    return version if isinstance(version, str) else None
 
 
 @pytest.fixture(scope="module")
 def npm_bin() -> Path:
-    cache = Path(os.environ.get("AGENTIHOOKS_NPM_CACHE", Path.home() / ".cache" / "agentihooks-npm"))
-    missing = [f"{p}@{v}" for p, v in PINNED.items() if _installed(cache, p) != v]
-    if missing:
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed on this machine, so the real harness CLIs cannot be fetched")
-        cache.mkdir(parents=True, exist_ok=True)
-        try:
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), *missing],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm install of the real harness CLIs timed out: the npm registry is unreachable")
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            if any(
-                w in " ".join(tail)
-                for w in ("ENOTFOUND", "ECONNREFUSED", "ETIMEDOUT", "EAI_AGAIN", "network")
-            ):
-                pytest.skip(f"the npm registry is unreachable: {' '.join(tail)}")
-            pytest.fail(f"npm install failed: {' '.join(tail)}")
-    return cache / "node_modules" / ".bin"
+    return real_clis.require(PINNED)
 
 
 def run(argv: list[str], tmp_path: Path) -> str:

@@ -190,7 +190,7 @@ def test_finalizer_is_the_one_kopf_is_told_to_use() -> None:
 
     source = (ROOT / "operator" / "agentihooks_operator" / "k8s" / "handlers.py").read_text()
     assert 'settings.persistence.finalizer = f"{DOMAIN}/operator"' in source
-    assert uninstall.FINALIZER == f"{handlers.DOMAIN}/operator"
+    assert f"{handlers.DOMAIN}/operator" == uninstall.FINALIZER
 
 
 def test_no_hook_objects_in_the_release_manifest_kinds(helm: Helm) -> None:
