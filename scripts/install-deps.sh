@@ -61,3 +61,21 @@ PY
     echo "install-deps: npm is missing; the chart tests that need helm will be skipped" >&2
   fi
 fi
+
+# The real Claude Code and Codex CLIs for the worker tests: the versions deploy/Dockerfile.worker installs
+# (@anthropic-ai/claude-code 2.1.332, @openai/codex 0.162.1) and one real release outside each qualified
+# series, all pinned in tests/testsupport/real_clis.py. Cached in $AGENTIHOOKS_NPM_CACHE (default
+# ~/.cache/agentihooks-npm); nothing is fetched when they are already there. Without npm the tests that run
+# them are skipped, except under CI=true, where a missing npm fails here.
+if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null \
+    || echo "install-deps: apt-get could not install npm" >&2
+fi
+if command -v npm >/dev/null 2>&1; then
+  PYTHONPATH=tests "$venv/bin/python" -m testsupport.real_clis
+elif [ "${CI:-}" = true ]; then
+  echo "install-deps: npm is missing, and CI needs it for the real Claude Code and Codex CLIs" >&2
+  exit 1
+else
+  echo "install-deps: npm is missing; the tests with the real Claude Code and Codex CLIs will be skipped" >&2
+fi
