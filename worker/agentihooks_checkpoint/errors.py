@@ -23,6 +23,14 @@ class ObjectMissing(StoreError):
     """The store holds no object under the requested key."""
 
 
+class StoreUnreachable(StoreError):
+    """The store (for a ``checkpoint_remote`` worker: the controller) did not answer in time.
+
+    Says nothing about whether the object exists: a verification refuses ``store_unreachable``,
+    never ``manifest_absent`` or ``missing_object``.
+    """
+
+
 class RecordRefused(CheckpointError):
     """A checkpoint record that cannot be accepted; ``reason`` is a :class:`~.reasons.Reason` value."""
 

@@ -30,6 +30,10 @@ class Reason(StrEnum):
     UNQUALIFIED_VERSION = "unqualified_version"
     VERSION_CHANGED = "version_changed"
     MALFORMED_DIRECTIVE = "malformed_directive"
+    #: Added by this package (the spec's table has no reason for it): the store, or for a
+    #: ``checkpoint_remote`` worker the controller, did not answer before the retry deadline. Says
+    #: nothing about the checkpoint itself, unlike ``manifest_absent`` and ``missing_object``.
+    STORE_UNREACHABLE = "store_unreachable"
 
 
 #: The verdict reasons ``Validator.verify`` may return (a subset of :class:`Reason`).
@@ -47,6 +51,7 @@ VERIFY_REASONS: frozenset[Reason] = frozenset(
         Reason.INVENTORY_MISMATCH,
         Reason.SCOPE_MISMATCH,
         Reason.IDENTITY_MISMATCH,
+        Reason.STORE_UNREACHABLE,
     }
 )
 

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from .archive import ArchiveLimits, ArchiveRefused, check_stream, unpack_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
-from .errors import ObjectMissing, RecordRefused, StoreError
+from .errors import ObjectMissing, RecordRefused, StoreError, StoreUnreachable
 from .hashing import CHUNK
 from .layout import object_key, pointer_key
 from .model import ARCHIVE_ROLES, CheckpointRecord
@@ -120,12 +120,16 @@ class Validator:
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         try:
             key, hexdigest = store.read_pointer(scope, checkpoint_id)
-        except StoreError as e:  # absent, or the store cannot be reached: no record to trust
+        except StoreUnreachable as e:  # no answer: nothing is known about the checkpoint
+            raise RecordRefused(Reason.STORE_UNREACHABLE) from e
+        except StoreError as e:  # absent (or unreadable): no record to trust
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         except ValueError as e:
             raise RecordRefused(Reason.CORRUPT_MANIFEST) from e
         try:
             size = store.size_of(scope, key)
+        except StoreUnreachable as e:
+            raise RecordRefused(Reason.STORE_UNREACHABLE) from e
         except StoreError as e:
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         if size is None:
@@ -134,6 +138,8 @@ class Validator:
             raise RecordRefused(Reason.INVALID_RECORD, "record exceeds the size cap")
         try:
             data = store.read_bytes(scope, key, self.record_cap)
+        except StoreUnreachable as e:
+            raise RecordRefused(Reason.STORE_UNREACHABLE) from e
         except StoreError as e:
             raise RecordRefused(Reason.MANIFEST_ABSENT) from e
         except ValueError as e:
@@ -241,6 +247,8 @@ def _check_object(
             reader.drain()
     except ObjectMissing:
         return _Checked(Reason.MISSING_OBJECT)
+    except StoreUnreachable:
+        return _Checked(Reason.STORE_UNREACHABLE)
     except (StoreError, OSError):
         return _Checked(Reason.MISSING_OBJECT)
     finally:

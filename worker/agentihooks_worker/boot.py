@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentihooks_checkpoint.errors import CheckpointError
+from agentihooks_checkpoint.errors import CheckpointError, StoreUnreachable
 from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
+from agentihooks_checkpoint.reasons import Reason
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
@@ -112,7 +113,7 @@ class Boot:
         environ = os.environ if self.environ is None else self.environ
         store = open_store(self.settings, launch, environ)
         if launch.checkpoint_remote and self.reporter is None:
-            self.reporter = control_reporter(launch, environ)
+            self.reporter = control_reporter(launch, environ, self.settings)
         state = AttemptState(layout.root / "run")
         restored = state.load()
         if restored is None:
@@ -149,6 +150,12 @@ class Boot:
         """Tell the controller what continuity was delivered; a refusal stops the launch."""
         try:
             reporter.report_outcome(restored.outcome)
+        except StoreUnreachable as e:  # retried until the deadline; the harness must not start unrecorded
+            raise Refused(
+                Reason.STORE_UNREACHABLE.value,
+                "the controller could not be reached to record the restore outcome",
+                detail="retried until the control retry deadline",
+            ) from e
         except ControlRefused as e:
             if 400 <= e.status < 500:
                 raise Refused(

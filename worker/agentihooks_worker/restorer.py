@@ -29,7 +29,7 @@ from pathlib import Path
 
 from agentihooks_checkpoint.archive import ArchiveRefused
 from agentihooks_checkpoint.directive import Continuity, RestoreDirective, RestoreOutcome
-from agentihooks_checkpoint.errors import StoreError
+from agentihooks_checkpoint.errors import StoreError, StoreUnreachable
 from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.layout import pointer_key
 from agentihooks_checkpoint.model import CheckpointRecord, Role
@@ -244,8 +244,10 @@ def _check_credential(store: CheckpointStore, scope: StoreScope, checkpoint_id: 
         return
     try:
         store.size_of(scope, pointer_key(checkpoint_id))
+    except StoreUnreachable as e:  # already retried until the deadline: do not wait all over again
+        raise refusal(Reason.STORE_UNREACHABLE, "the controller did not answer in time") from e
     except ControlRefused as e:
         if e.status in (401, 403):
             raise Refused("forbidden_scope", detail="the controller refused this worker's credential") from e
     except StoreError:
-        return  # unreachable: the verification that follows names it
+        return  # another failure: the verification that follows names it

@@ -42,6 +42,10 @@ class WorkerSettings(BaseSettings):
     capture_interval_seconds: float = Field(default=300.0, ge=0)
     #: Where the Pod mounts the provider credential's files (set by the operator when there are any).
     provider_files: Path | None = None
+    #: How long one call to the controller (store reads and uploads, the outcome report, heartbeats)
+    #: keeps retrying connection errors, timeouts and 502/503/504 answers: long enough to ride out an
+    #: operator restart or a rolling update.
+    control_retry_seconds: float = Field(default=120.0, ge=0)
     #: Most members (files and folders) one checkpoint archive may hold.
     archive_max_members: int = Field(default=MAX_MEMBERS, ge=1)
     #: Most bytes one checkpoint archive may expand to (it may never pass the archive's own size either).

@@ -41,7 +41,12 @@ def open_store(
         return None
     if choice.kind == "remote":
         os.environ[REMOTE_ENV] = "true"
-        return RemoteStore(choice.location, launch.authority.execution_id, worker_token(environ))
+        return RemoteStore(
+            choice.location,
+            launch.authority.execution_id,
+            worker_token(environ),
+            retry_seconds=settings.control_retry_seconds,
+        )
     if choice.kind == "bucket":
         import boto3
 
@@ -50,7 +55,12 @@ def open_store(
     return LocalStore(Path(choice.location))
 
 
-def control_reporter(launch: LaunchRecord, environ: Mapping[str, str]) -> ControlReporter:
+def control_reporter(
+    launch: LaunchRecord, environ: Mapping[str, str], settings: WorkerSettings | None = None
+) -> ControlReporter:
     """The reporter of a ``checkpoint_remote`` launch (its control URL was checked by ``choose_store``)."""
     assert launch.control_url is not None
-    return ControlReporter(launch.control_url, launch.authority.execution_id, worker_token(environ))
+    retry = settings.control_retry_seconds if settings is not None else WorkerSettings().control_retry_seconds
+    return ControlReporter(
+        launch.control_url, launch.authority.execution_id, worker_token(environ), retry_seconds=retry
+    )

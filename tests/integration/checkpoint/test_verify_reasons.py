@@ -309,6 +309,18 @@ def test_legacy_record_validates_with_task_generation(store: LocalStore, tmp_pat
     assert summary.complete and summary.execution_generation == 1 and summary.watermark == 9
 
 
+def test_store_unreachable(built: BuiltCheckpoint) -> None:
+    """Nobody answers at the controller's address: its own reason, never ``manifest_absent``."""
+    import socket
+
+    from agentihooks_checkpoint.stores.remote import RemoteStore
+
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        remote = RemoteStore(f"http://127.0.0.1:{s.getsockname()[1]}", "exe-x", "token", retry_seconds=0.5)
+        assert verify(remote, built) == "store_unreachable"  # type: ignore[arg-type]
+
+
 def test_every_verify_reason_was_produced() -> None:
     """Runs last in this module: each reason above came from a real scenario."""
     assert set(VERIFY_REASONS) == SEEN

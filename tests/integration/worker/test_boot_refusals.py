@@ -79,6 +79,11 @@ def environ(**values: str) -> Callable[[Scenario], None]:
     return lambda sc: sc.environ.update(values)
 
 
+def bucket_unreachable(sc: Scenario) -> None:
+    """The bucket's endpoint refuses connections (nothing listens on the discard port)."""
+    sc.settings = sc.settings.model_copy(update={"checkpoint_endpoint": "http://127.0.0.1:9"})
+
+
 CASES: list[tuple[str, str, dict[str, Any], Callable[[Scenario], None], str]] = [
     ("manifest_absent", "claude", {"s3": True}, launch_change("restore.checkpoint_id", "ckpt-404"), "native"),
     (
@@ -120,6 +125,7 @@ CASES: list[tuple[str, str, dict[str, Any], Callable[[Scenario], None], str]] = 
     ("version_changed", "claude", {"harness_version": "2.1.295"}, lambda sc: None, "native"),
     ("version_changed", "codex", {"harness_version": "0.162.0"}, lambda sc: None, "native"),
     ("no_checkpoint_store", "claude", {}, no_store, "native"),
+    ("store_unreachable", "claude", {"s3": True}, bucket_unreachable, "native"),
     (
         "malformed_directive",
         "claude",

@@ -6,27 +6,60 @@ control API's scoped routes, authorised by the attempt's own worker credential
 checkpoint its directive names and write only under its own task and
 generation scope; uploads and downloads are streamed. :class:`ControlReporter`
 sends the restore outcome and the session/watermark heartbeats the same way.
+
+The controller may be away for a while (a rolling update, a restart, a
+replica losing its lease): every call is retried on connection errors,
+timeouts and ``502``/``503``/``504`` answers with jittered exponential backoff
+(a ``Retry-After`` is honoured) until ``retry_seconds`` (default
+:data:`RETRY_SECONDS`, ``AGENTIHOOKS_CONTROL_RETRY_SECONDS``) have passed
+since the call began; only then does it fail with :class:`StoreUnreachable`.
+A download cut off midway is opened again and continues where it stopped
+(the bytes already read are skipped: objects are immutable and verified by
+hash anyway). Nothing else is retried: a refusal (4xx) is final.
 """
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import httpx
 
 from ..directive import RestoreOutcome
-from ..errors import CheckpointError, CheckpointExists, ObjectMissing, StoreError
+from ..errors import CheckpointError, CheckpointExists, ObjectMissing, StoreError, StoreUnreachable
 from ..scope import StoreScope
 from .base import CheckpointStore
 
 TOKEN_ENV = "AGENTIHOOKS_WORKER_TOKEN"  # noqa: S105 - a variable name, not a secret
+RETRY_ENV = "AGENTIHOOKS_CONTROL_RETRY_SECONDS"
 CHUNK = 256 * 1024
-RETRIES = 5
+#: How long one call keeps retrying while the controller is away (long enough for a restart).
+RETRY_SECONDS = 120.0
+#: Statuses that mean "nothing was done, try again": a gateway without a backend, or the controller
+#: unavailable / not the lease holder / the swarm not published yet.
+RETRY_STATUSES = frozenset({502, 503, 504})
+FIRST_WAIT = 0.25
 MAX_WAIT = 5.0
+#: Per attempt: connecting, and any pause between bytes while reading or writing.
+TIMEOUT = httpx.Timeout(60.0, connect=10.0, pool=10.0)
+
+
+def retry_seconds_from(environ: Mapping[str, str]) -> float:
+    """``AGENTIHOOKS_CONTROL_RETRY_SECONDS`` (a number >= 0), or :data:`RETRY_SECONDS`."""
+    raw = environ.get(RETRY_ENV, "").strip()
+    if not raw:
+        return RETRY_SECONDS
+    try:
+        value = float(raw)
+    except ValueError as e:
+        raise StoreError(f"{RETRY_ENV} must be a number of seconds, got {raw!r}") from e
+    if value < 0:
+        raise StoreError(f"{RETRY_ENV} may not be negative")
+    return value
 
 
 class ControlRefused(StoreError):
@@ -39,75 +72,200 @@ class ControlRefused(StoreError):
         self.message = message
 
 
+class ControlUnavailable(ControlRefused, StoreUnreachable):
+    """The controller still answered ``502``/``503``/``504`` when the call's retry deadline passed."""
+
+
 def _refusal(resp: httpx.Response) -> ControlRefused:
     try:
         body = resp.json()
         code, message = str(body.get("error", "")), str(body.get("message", ""))
     except (ValueError, AttributeError):
         code, message = "", resp.reason_phrase
-    return ControlRefused(resp.status_code, code or str(resp.status_code), message)
+    kind = ControlUnavailable if resp.status_code in RETRY_STATUSES else ControlRefused
+    return kind(resp.status_code, code or str(resp.status_code), message)
 
 
-class _Stream:
-    """A read-only file-like view of a streamed HTTP body."""
+class _Backoff:
+    """Waits between attempts of one call: jittered, growing, never past the call's deadline."""
 
-    def __init__(self, resp: httpx.Response) -> None:
-        self._chunks = resp.iter_bytes(CHUNK)
-        self._buf = b""
-        self._done = False
+    def __init__(self, retry_seconds: float, retries: int | None, sleep: Callable[[float], None]) -> None:
+        self.deadline = time.monotonic() + retry_seconds
+        self.retries = retries
+        self.sleep = sleep
+        self.attempt = 0
 
-    def read(self, n: int = -1) -> bytes:
-        while not self._done and (n is None or n < 0 or len(self._buf) < n):
-            try:
-                self._buf += next(self._chunks)
-            except StopIteration:
-                self._done = True
-        if n is None or n < 0:
-            out, self._buf = self._buf, b""
-        else:
-            out, self._buf = self._buf[:n], self._buf[n:]
-        return out
+    def wait(self, hint: float | None = None) -> bool:
+        """Sleep before the next attempt; False when the deadline (or the retry count) is used up."""
+        left = self.deadline - time.monotonic()
+        if left <= 0 or (self.retries is not None and self.attempt >= self.retries):
+            return False
+        step = min(MAX_WAIT, FIRST_WAIT * 2**self.attempt)
+        if hint is not None:
+            step = max(step, min(MAX_WAIT, hint))
+        self.attempt += 1
+        self.sleep(min(left, random.uniform(step / 2, step)))
+        return True
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    try:
+        return max(0.1, float(resp.headers["Retry-After"]))
+    except (KeyError, ValueError):
+        return None
 
 
 class _Client:
     def __init__(
-        self, control_url: str, execution_id: str, token: str, http: httpx.Client | None, retries: int = 5
+        self,
+        control_url: str,
+        execution_id: str,
+        token: str,
+        http: httpx.Client | None,
+        *,
+        retry_seconds: float = RETRY_SECONDS,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not token:
             raise StoreError(f"no worker credential: {TOKEN_ENV} is empty")
         self.execution_id = execution_id
-        self.http = http or httpx.Client(timeout=httpx.Timeout(30.0, read=300.0))
+        self.http = http or httpx.Client(timeout=TIMEOUT)
         self.base = control_url.rstrip("/") + f"/v1/executions/{execution_id}"
         self.headers = {"Authorization": f"Bearer {token}"}
+        self.retry_seconds = retry_seconds
         self.retries = retries
+        self.sleep = sleep
+
+    def backoff(self) -> _Backoff:
+        return _Backoff(self.retry_seconds, self.retries, self.sleep)
 
     def request(
         self, method: str, path: str, *, headers: dict[str, str] | None = None, **kw: Any
     ) -> httpx.Response:
-        """One call; a ``503`` (nothing was done: Redis down or not the lease holder) is retried.
+        """One call, retried while the controller is away (see the module docstring).
 
         ``content`` may be a callable returning a fresh body, so a streamed upload can be sent again.
+        The last ``502``/``503``/``504`` answer is returned once the deadline passed; a connection
+        that never worked raises :class:`StoreUnreachable`.
         """
         content = kw.pop("content", None)
-        for attempt in range(self.retries + 1):
+        backoff = self.backoff()
+        while True:
             body = content() if callable(content) else content
             try:
                 resp = self.http.request(
                     method, self.base + path, headers={**self.headers, **(headers or {})}, content=body, **kw
                 )
+            except httpx.TransportError as e:
+                if backoff.wait():
+                    continue
+                raise StoreUnreachable(f"the controller cannot be reached ({type(e).__name__})") from e
             except httpx.HTTPError as e:
-                raise StoreError(f"the controller cannot be reached ({type(e).__name__})") from e
-            if resp.status_code != 503 or attempt == self.retries:
+                raise StoreError(f"the call to the controller failed ({type(e).__name__})") from e
+            if resp.status_code not in RETRY_STATUSES or not backoff.wait(_retry_after(resp)):
                 return resp
-            time.sleep(_retry_after(resp))
-        raise StoreError("the controller stayed unavailable")
+
+    @contextmanager
+    def stream(self, url: str, params: dict[str, str]) -> Iterator[BinaryIO]:
+        """A GET of ``url`` as a readable stream that survives the controller going away midway."""
+        reader = _ResumingStream(self, url, params)
+        try:
+            reader.open()
+            yield cast(BinaryIO, reader)
+        finally:
+            reader.close()
 
 
-def _retry_after(resp: httpx.Response) -> float:
-    try:
-        return min(MAX_WAIT, max(0.1, float(resp.headers.get("Retry-After", "1"))))
-    except ValueError:
-        return 1.0
+class _ResumingStream:
+    """A read-only file-like view of a streamed download, re-opened where it broke off.
+
+    A connection lost after ``offset`` bytes opens the object again (with the call's backoff and
+    deadline) and skips ``offset`` bytes of the new answer.
+    """
+
+    def __init__(self, client: _Client, url: str, params: dict[str, str]) -> None:
+        self._c, self._url, self._params = client, url, params
+        self._backoff = client.backoff()
+        self._cm: AbstractContextManager[httpx.Response] | None = None
+        self._chunks: Iterator[bytes] = iter(())
+        self._buf = b""
+        self._done = False
+        self.offset = 0  # bytes handed to the reader so far
+
+    def open(self) -> None:
+        """Open (or re-open) the download and skip what was already read."""
+        while True:
+            self.close()
+            cm = self._c.http.stream("GET", self._url, params=self._params, headers=self._c.headers)
+            try:
+                resp = cm.__enter__()
+            except httpx.TransportError as e:
+                if self._backoff.wait():
+                    continue
+                raise StoreUnreachable(f"the controller cannot be reached ({type(e).__name__})") from e
+            except httpx.HTTPError as e:
+                raise StoreError(f"the call to the controller failed ({type(e).__name__})") from e
+            self._cm = cm
+            if resp.status_code == 200:
+                break
+            if resp.status_code in RETRY_STATUSES and self._backoff.wait(_retry_after(resp)):
+                continue
+            with suppress(httpx.HTTPError):
+                resp.read()
+            self.close()
+            if resp.status_code == 404:
+                raise ObjectMissing("no such object")
+            raise _refusal(resp)
+        self._chunks = resp.iter_bytes(CHUNK)
+        self._buf, self._done = b"", False
+        skip = self.offset
+        while skip > 0:
+            chunk = self._next()
+            if chunk is None:  # resumed below the earlier offset: the object changed under us
+                raise StoreError("the object ended early when the download was resumed")
+            if len(chunk) > skip:
+                self._buf = chunk[skip:]
+                break
+            skip -= len(chunk)
+
+    def _next(self) -> bytes | None:
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            return None
+
+    def _fill(self) -> None:
+        """Read one more chunk into the buffer; re-open the download when the connection broke."""
+        while True:
+            try:
+                chunk = self._next()
+            except httpx.TransportError as e:
+                if not self._backoff.wait():
+                    raise StoreUnreachable(f"the download broke off ({type(e).__name__})") from e
+                self.open()
+                continue
+            if chunk is None:
+                self._done = True
+            else:
+                self._buf += chunk
+            return
+
+    def read(self, n: int = -1) -> bytes:
+        while not self._done and (n is None or n < 0 or len(self._buf) < n):
+            self._fill()
+        if n is None or n < 0:
+            out, self._buf = self._buf, b""
+        else:
+            out, self._buf = self._buf[:n], self._buf[n:]
+        self.offset += len(out)
+        return out
+
+    def close(self) -> None:
+        cm, self._cm = self._cm, None
+        if cm is not None:
+            with suppress(httpx.HTTPError):
+                cm.__exit__(None, None, None)
 
 
 class RemoteStore(CheckpointStore):
@@ -122,13 +280,22 @@ class RemoteStore(CheckpointStore):
         token: str,
         *,
         http: httpx.Client | None = None,
-        retries: int = RETRIES,
+        retry_seconds: float = RETRY_SECONDS,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._c = _Client(control_url, execution_id, token, http, retries)
+        self._c = _Client(
+            control_url, execution_id, token, http, retry_seconds=retry_seconds, retries=retries, sleep=sleep
+        )
 
     @classmethod
     def from_env(cls, control_url: str, execution_id: str, environ: Mapping[str, str]) -> RemoteStore:
-        return cls(control_url, execution_id, environ.get(TOKEN_ENV, ""))
+        return cls(
+            control_url,
+            execution_id,
+            environ.get(TOKEN_ENV, ""),
+            retry_seconds=retry_seconds_from(environ),
+        )
 
     def __repr__(self) -> str:
         return "RemoteStore()"
@@ -145,24 +312,9 @@ class RemoteStore(CheckpointStore):
     def open_read(self, scope: StoreScope, key: str) -> AbstractContextManager[BinaryIO]:
         return self._open(scope, key)
 
-    @contextmanager
-    def _open(self, scope: StoreScope, key: str) -> Iterator[BinaryIO]:
+    def _open(self, scope: StoreScope, key: str) -> AbstractContextManager[BinaryIO]:
         c = self._c
-        try:
-            with c.http.stream(
-                "GET",
-                c.base + "/checkpoint-store/object",
-                params=self._params(scope, key=key),
-                headers=c.headers,
-            ) as resp:
-                if resp.status_code == 404:
-                    raise ObjectMissing("no such object")
-                if resp.status_code != 200:
-                    resp.read()
-                    raise _refusal(resp)
-                yield cast(BinaryIO, _Stream(resp))
-        except httpx.HTTPError as e:
-            raise StoreError(f"the controller cannot be reached ({type(e).__name__})") from e
+        return c.stream(c.base + "/checkpoint-store/object", self._params(scope, key=key))
 
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         resp = self._c.request("GET", "/checkpoint-store/size", params=self._params(scope, key=key))
@@ -214,9 +366,13 @@ class ControlReporter:
         token: str,
         *,
         http: httpx.Client | None = None,
-        retries: int = RETRIES,
+        retry_seconds: float = RETRY_SECONDS,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._c = _Client(control_url, execution_id, token, http, retries)
+        self._c = _Client(
+            control_url, execution_id, token, http, retry_seconds=retry_seconds, retries=retries, sleep=sleep
+        )
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         resp = self._c.request("POST", path, json=body)

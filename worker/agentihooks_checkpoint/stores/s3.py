@@ -12,9 +12,10 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from ..errors import CheckpointExists, ObjectMissing, StoreError
+from ..errors import CheckpointExists, ObjectMissing, StoreError, StoreUnreachable
 from ..scope import StoreScope
 from .base import CheckpointStore
 
@@ -28,6 +29,17 @@ def _code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
 
+def _failed(e: BotoCoreError | ClientError | OSError, what: str) -> StoreError:
+    """No answer (connection, timeout) or a 5xx: :class:`StoreUnreachable`; else :class:`StoreError`."""
+    if isinstance(e, (BotoConnectionError, HTTPClientError, OSError)):
+        return StoreUnreachable(f"{what}: the bucket's endpoint cannot be reached")
+    if isinstance(e, ClientError):
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(status, int) and status >= 500:
+            return StoreUnreachable(f"{what}: the bucket's endpoint is unavailable")
+    return StoreError(what)
+
+
 class _Body:
     """A response body whose read errors surface as :class:`StoreError`."""
 
@@ -38,7 +50,7 @@ class _Body:
         try:
             data: bytes = self._body.read(n if n >= 0 else None)
         except (BotoCoreError, OSError) as e:
-            raise StoreError("object read was interrupted") from e
+            raise _failed(e, "object read was interrupted") from e
         return data
 
 
@@ -70,9 +82,9 @@ class S3Store(CheckpointStore):
         except ClientError as e:
             if _code(e) in _MISSING:
                 raise ObjectMissing("no such object") from e
-            raise StoreError("object cannot be read") from e
+            raise _failed(e, "object cannot be read") from e
         except BotoCoreError as e:
-            raise StoreError("object cannot be read") from e
+            raise _failed(e, "object cannot be read") from e
         try:
             yield cast(BinaryIO, _Body(body))
         finally:
@@ -86,9 +98,9 @@ class S3Store(CheckpointStore):
         except ClientError as e:
             if _code(e) in _MISSING:
                 return None
-            raise StoreError("object cannot be inspected") from e
+            raise _failed(e, "object cannot be inspected") from e
         except BotoCoreError as e:
-            raise StoreError("object cannot be inspected") from e
+            raise _failed(e, "object cannot be inspected") from e
 
     def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
         try:
