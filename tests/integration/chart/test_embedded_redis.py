@@ -7,6 +7,7 @@ killed without warning and started again: acknowledged writes survive.
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,12 +52,36 @@ def test_aof_survives_a_kill_and_password_is_required(
         server.kill()
 
 
-def test_without_a_secret_redis_runs_without_password(
+def test_by_default_redis_requires_the_generated_password(
     helm: Helm, tmp_path: Path, redis_env: dict[str, str]
 ) -> None:
+    """No Secret named: the chart's generated password is required (protected mode on); a client
+    without it is refused."""
     port = free_port()
+    docs = helm.render({})
+    generated = base64.b64decode(one(docs, "Secret")["data"]["redis-password"]).decode()
     argv = _command(helm, {}, port, tmp_path)
-    assert one(helm.render({}), "StatefulSet")["spec"]["template"]["spec"]["containers"][0].get("env") is None
+    server = _Running(argv, {**redis_env, "REDIS_PASSWORD": generated}, port, generated)
+    server.start()
+    try:
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port, socket_timeout=2).set("k", "v")
+        client = redis.Redis(port=port, password=generated, socket_timeout=2)
+        assert client.ping()
+        assert client.config_get("protected-mode") == {"protected-mode": "yes"}
+    finally:
+        server.kill()
+
+
+def test_auth_off_runs_without_password(helm: Helm, tmp_path: Path, redis_env: dict[str, str]) -> None:
+    """``redis.auth.enabled=false`` is the explicit opt-out: no password, protected mode off."""
+    port = free_port()
+    values = {"redis": {"auth": {"enabled": False}}}
+    argv = _command(helm, values, port, tmp_path)
+    assert (
+        one(helm.render(values), "StatefulSet")["spec"]["template"]["spec"]["containers"][0].get("env")
+        is None
+    )
     server = _Running(argv, redis_env, port, None)
     server.start()
     try:
