@@ -18,6 +18,7 @@ from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
+from .params import check_query
 from .routes import ROUTES
 from .state import ApiState
 
@@ -92,7 +93,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
 
     ``body_timeout``: seconds a JSON body may take to arrive (for uploads, the longest pause).
     """
-    app = web.Application(middlewares=[problems, authenticate], client_max_size=64 * 1024)
+    app = web.Application(middlewares=[problems, authenticate, check_query], client_max_size=64 * 1024)
     app[STATE] = state
     app[BODY_TIMEOUT] = body_timeout
     app.on_response_prepare.append(add_api_headers)

@@ -27,7 +27,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from .auth import is_operator, master_agent, require_token, sha256_hex
-from .common import WORKER_FOUND, WORKER_UNPUBLISHED, Handler, blocking, state_of, valid_execution
+from .common import (
+    CALLER_KIND,
+    WORKER_FOUND,
+    WORKER_UNPUBLISHED,
+    Handler,
+    blocking,
+    state_of,
+    valid_execution,
+)
 from .errors import FORBIDDEN_SCOPE, HttpProblem, forbidden
 from .routes import Auth, route_auth
 from .state import ApiState
@@ -91,6 +99,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     kind = await _known(request, state, token, sha256_hex(token), auth)
     if kind is None:
         raise unknown_credential()
+    request[CALLER_KIND] = kind
     swarm = request.match_info.get("swarm")
     if swarm is not None and kind != "operator" and state.registry.get(swarm) is None:
         raise forbidden()

@@ -26,6 +26,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: Set by the authentication middleware on a worker's request once it checked the path's execution's
 #: own credential: ``(SwarmEntry, AttemptRecord)``, so the handler does not look it up again.
 WORKER_FOUND: web.RequestKey[tuple[SwarmEntry, Any]] = web.RequestKey("worker_found", tuple)
+#: Which kind of known caller the authentication middleware found: operator, master or worker.
+CALLER_KIND: web.RequestKey[str] = web.RequestKey("caller_kind", str)
 #: Set instead when the credential is the execution's own but its swarm is not published yet.
 WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", bool)
 JSON_CAP = 64 * 1024
@@ -191,6 +193,12 @@ def operator_only(request: web.Request) -> Caller:
     if not is_operator(token_digest(request), state_of(request).operator_hash):
         raise forbidden()
     return Caller("operator")
+
+
+def not_a_worker(request: web.Request) -> None:
+    """A worker's credential never decides: refused before the body is read or anything looked up."""
+    if request.get(CALLER_KIND) == "worker":
+        raise forbidden()
 
 
 def operator_or_master(request: web.Request, entry: SwarmEntry) -> Caller:

@@ -37,32 +37,56 @@ def _schema(model: type[BaseModel], components: dict[str, Any]) -> dict[str, str
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
+def _event_schema(event: type[BaseModel], components: dict[str, Any]) -> dict[str, Any]:
+    """One Server-Sent Event as OpenAPI 3.1 describes a ``text/event-stream`` item: its ``event``
+    (the type), ``id``, and a ``data`` line holding one ``event`` model as JSON."""
+    ref = _schema(event, components)
+    types = components[event.__name__].get("properties", {}).get("type", {}).get("enum")
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"type": "string", **({"enum": types} if types else {})},
+            "id": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": ref},
+        },
+        "additionalProperties": False,
+    }
+
+
 def _content(body: Any, components: dict[str, Any], *, error: bool) -> dict[str, Any]:
+    from .routes import EventStream
+
     if isinstance(body, type) and issubclass(body, BaseModel):
         return {"application/json": {"schema": _schema(body, components)}}
+    if isinstance(body, EventStream):
+        return {
+            "application/json": {"schema": _schema(body.answer, components)},
+            "text/event-stream": {"schema": _event_schema(body.event, components)},
+        }
     if body == "text":
         return {"text/plain": {"schema": {"type": "string"}}}
     if body == "octet":
         return {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
-    if body == "sse":
-        return {"text/event-stream": {"schema": {"type": "string"}}}
-    if body == "json+sse":
-        return {
-            "application/json": {"schema": {"type": "object"}},
-            **_content("sse", components, error=False),
-        }
     if error:
         return {"application/json": {"schema": _schema(Problem, components)}}
     return {"application/json": {"schema": {"type": "object"}}}
 
 
+def _response(route: Any, status: int, desc: str, body: Any, components: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": desc, "content": _content(body, components, error=status >= 400)}
+    if status in route.links:
+        out["links"] = route.links[status]
+    return out
+
+
 def _operation(route: Any, components: dict[str, Any]) -> dict[str, Any]:
     op: dict[str, Any] = {
         "summary": route.summary,
-        "operationId": route.handler.__name__ + "_" + route.method.lower(),
+        "operationId": route.operation_id,
         "x-auth": route.auth,
         "responses": {
-            str(status): {"description": desc, "content": _content(body, components, error=status >= 400)}
+            str(status): _response(route, status, desc, body, components)
             for status, (desc, body) in sorted(route.responses.items())
         },
     }
@@ -91,12 +115,11 @@ def _operation(route: Any, components: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def document() -> dict[str, Any]:
-    from .routes import ROUTES
-    from .routes_held import HELD_ROUTES
+    from .routes import all_routes
 
     components: dict[str, Any] = {}
     paths: dict[str, Any] = {}
-    for route in (*ROUTES, *HELD_ROUTES):
+    for route in all_routes():
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, components)
     return {
         "openapi": "3.1.0",

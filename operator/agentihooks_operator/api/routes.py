@@ -11,25 +11,44 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 from aiohttp import web
 from pydantic import BaseModel
 
+from ..recovery.models import RecoveryEvent
 from ..recovery.records import StoredOutcome
 from ..swarm import IDENTIFIER
 from . import routes_decisions, routes_ops, routes_store, routes_swarms, routes_workers
 from .schemas import (
     Accepted,
+    CheckpointsAnswer,
     DecisionAnswer,
     DecisionRequest,
+    EventsAnswer,
+    Health,
     KeysAnswer,
+    LedgerAnswer,
     PauseAnswer,
+    Readiness,
     SeatRequest,
     SessionReport,
     SizeAnswer,
+    StatusAnswer,
+    SwarmList,
     WatermarkReport,
     WrittenAnswer,
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["none", "operator", "operator_or_master", "worker"]
-Body = type[BaseModel] | Literal["json", "text", "octet", "sse", "json+sse"] | None
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """An answer that is ``answer`` as JSON, or (``follow=true``) a Server-Sent Events stream whose
+    events carry one ``event`` as JSON in their ``data`` line."""
+
+    answer: type[BaseModel]
+    event: type[BaseModel]
+
+
+Body = type[BaseModel] | EventStream | Literal["json", "text", "octet"] | None
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,8 @@ class Param:
     schema: dict[str, Any]
     required: bool = False
     description: str = ""
+    #: The ``error`` code of a 400 for a value that does not match ``schema``.
+    code: str = "invalid_request"
 
 
 @dataclass(frozen=True)
@@ -50,9 +71,35 @@ class Route:
     request: Body = None
     responses: dict[int, tuple[str, Body]] = field(default_factory=dict)
     query: tuple[Param, ...] = ()
+    #: OpenAPI links of a success answer: ``status → {name: link object}`` (the stateful tests follow them).
+    links: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def operation_id(self) -> str:
+        return self.handler.__name__ + "_" + self.method.lower()
 
 
-KEY = Param("key", {"type": "string", "maxLength": 300}, True, "key relative to the worker's scope")
+def link(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link to ``operation_id`` with runtime-expression ``parameters``."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+SWARM = "$request.path.swarm"
+FIRST_SEAT = "$response.body#/seats/0/seat"
+
+
+#: The three key shapes of the scoped store (``store_rules.parse_key`` checks the same, and ``..``).
+KEY_SHAPE = (
+    r"^(objects/sha256/[0-9a-f]{64}"
+    r"|checkpoints/[A-Za-z0-9][A-Za-z0-9._@-]{0,127}/(manifest-[0-9a-f]{64}|committed)\.json)$"
+)
+KEY = Param(
+    "key",
+    {"type": "string", "pattern": KEY_SHAPE, "not": {"pattern": r"\.\."}, "maxLength": 300},
+    True,
+    "key relative to the worker's scope: an object, a manifest or a commit pointer",
+    "invalid_key",
+)
 SCOPE = (
     Param("swarm", {"type": "string", "pattern": IDENTIFIER, "maxLength": 128}, True, "the worker's swarm"),
     Param("task_id", {"type": "string", "pattern": IDENTIFIER, "maxLength": 128}, True, "the worker's task"),
@@ -90,14 +137,47 @@ WORKER = {
     **LARGE,
     **WORKER_RETRY,
 }
-STORE = {
+STORE_NO_KEY = {
     **DENIED,
-    400: ("invalid key", "json"),
+    400: ("a query parameter that does not match its schema", "json"),
     503: (
         "no checkpoint store configured, Redis is unavailable, or the worker's swarm is not served "
         "yet (swarm_not_published; retry after Retry-After)",
         "json",
     ),
+}
+STORE = {**STORE_NO_KEY, 400: ("invalid key, or a query parameter that does not match its schema", "json")}
+FIRST_SWARM = "$response.body#/swarms/0/swarm"
+#: From the list of swarms to each one's reads and controls.
+SWARMS_LINKS = {
+    "status": link("status_get", swarm=FIRST_SWARM),
+    "checkpoints": link("checkpoints_get", swarm=FIRST_SWARM, seat="$response.body#/swarms/0/seats/0"),
+    "restore_request": link(
+        "restore_request_post", swarm=FIRST_SWARM, seat="$response.body#/swarms/0/seats/0"
+    ),
+    "events": link("events_get", swarm=FIRST_SWARM),
+    "ledger": link("data_get", swarm=FIRST_SWARM),
+    "recoveries": link("list_held_get", swarm=FIRST_SWARM),
+}
+#: From a seat's recorded (202) or already accepted (200) choice: its decision, and the swarm's reads.
+SEAT_LINKS = {
+    "decide": link("restore_decision_post", execution="$response.body#/execution_id"),
+    "status": link("status_get", swarm=SWARM),
+    "checkpoints": link("checkpoints_get", swarm=SWARM, seat="$request.path.seat"),
+    "events": link("events_get", swarm=SWARM),
+    "ledger": link("data_get", swarm=SWARM),
+    "recoveries": link("list_held_get", swarm=SWARM),
+}
+#: From a swarm's status to what can be read or done about it.
+STATUS_LINKS = {
+    "checkpoints": link("checkpoints_get", swarm=SWARM, seat=FIRST_SEAT),
+    "events": link("events_get", swarm=SWARM),
+    "ledger": link("data_get", swarm=SWARM),
+    "recoveries": link("list_held_get", swarm=SWARM),
+    "pause": link("pause_post", swarm=SWARM),
+    "unpause": link("unpause_post", swarm=SWARM),
+    "restore_request": link("restore_request_post", swarm=SWARM, seat=FIRST_SEAT),
+    "restore_decision": link("restore_decision_post", execution="$response.body#/handoffs/0/execution_id"),
 }
 
 ROUTES: tuple[Route, ...] = (
@@ -107,7 +187,7 @@ ROUTES: tuple[Route, ...] = (
         routes_ops.healthz,
         "Liveness: the event loop runs and kopf is up",
         "none",
-        responses={200: ("alive", "json"), 503: ("kopf is stopping", "json")},
+        responses={200: ("alive", Health), 503: ("kopf is stopping", Health)},
     ),
     Route(
         "GET",
@@ -115,7 +195,7 @@ ROUTES: tuple[Route, ...] = (
         routes_ops.readyz,
         "Readiness: kopf is up and Redis answers",
         "none",
-        responses={200: ("ready", "json"), 503: ("not ready", "json")},
+        responses={200: ("ready", Readiness), 503: ("not ready", Readiness)},
     ),
     Route(
         "GET",
@@ -123,7 +203,7 @@ ROUTES: tuple[Route, ...] = (
         routes_ops.metrics,
         "Prometheus metrics",
         "none",
-        responses={200: ("metrics", "text")},
+        responses={200: ("metrics", "text"), 503: ("Redis is unavailable; retry after Retry-After", "json")},
     ),
     Route(
         "GET",
@@ -143,7 +223,7 @@ ROUTES: tuple[Route, ...] = (
         {
             200: ("accepted now (or the same accepted decision again)", DecisionAnswer),
             202: ("recorded for the lease holder's next pass", DecisionAnswer),
-            400: ("invalid body or execution id", "json"),
+            400: ("invalid body, or (operator) not an execution id", "json"),
             **DENIED,
             404: ("unknown execution (operator only)", "json"),
             409: ("refused: not pending, or no checkpoint to resume from", "json"),
@@ -201,7 +281,11 @@ ROUTES: tuple[Route, ...] = (
             413: ("too large", "json"),
             **STORE,
         },
-        query=(KEY, *SCOPE, Param("mode", {"type": "string", "enum": ["replace", "once"]})),
+        query=(
+            KEY,
+            *SCOPE,
+            Param("mode", {"type": "string", "enum": ["replace", "once"]}, code="invalid_mode"),
+        ),
     ),
     Route(
         "GET",
@@ -218,8 +302,17 @@ ROUTES: tuple[Route, ...] = (
         routes_store.list_keys,
         "Keys of the named checkpoint",
         "worker",
-        responses={200: ("keys", KeysAnswer), **STORE},
+        responses={200: ("keys", KeysAnswer), **STORE_NO_KEY},
         query=(Param("under", {"type": "string", "maxLength": 300}), *SCOPE),
+    ),
+    Route(
+        "GET",
+        "/v1/swarms",
+        routes_swarms.swarms,
+        "The swarms the caller may read (all for the operator, its own for a master)",
+        "operator_or_master",
+        responses={200: ("swarms and their seats", SwarmList), **DENIED},
+        links={200: SWARMS_LINKS},
     ),
     Route(
         "GET",
@@ -227,7 +320,8 @@ ROUTES: tuple[Route, ...] = (
         routes_swarms.status,
         "Swarm status with handoff cards",
         "operator_or_master",
-        responses={200: ("status", "json"), **SWARM_READ},
+        responses={200: ("status", StatusAnswer), **SWARM_READ},
+        links={200: STATUS_LINKS},
     ),
     Route(
         "POST",
@@ -251,7 +345,7 @@ ROUTES: tuple[Route, ...] = (
         routes_swarms.checkpoints,
         "Checkpoints of a seat's task",
         "operator_or_master",
-        responses={200: ("checkpoints", "json"), **SWARM_READ},
+        responses={200: ("checkpoints", CheckpointsAnswer), **SWARM_READ},
     ),
     Route(
         "POST",
@@ -268,6 +362,7 @@ ROUTES: tuple[Route, ...] = (
             409: ("refused", "json"),
             **LARGE,
         },
+        links={200: SEAT_LINKS, 202: SEAT_LINKS},
     ),
     Route(
         "GET",
@@ -276,8 +371,14 @@ ROUTES: tuple[Route, ...] = (
         "Recovery events (JSON), or a Server-Sent Events stream with follow=true",
         "operator_or_master",
         responses={
-            200: ("events (JSON), or a stream with follow=true", "json+sse"),
-            400: ("bad query", "json"),
+            200: (
+                "events (JSON), or a stream of them with follow=true",
+                EventStream(EventsAnswer, RecoveryEvent),
+            ),
+            400: (
+                "a count that is not an integer from 1 to 1000, or a follow that is not true or false",
+                "json",
+            ),
             **SWARM_READ,
         },
         query=(
@@ -288,16 +389,45 @@ ROUTES: tuple[Route, ...] = (
 )
 
 
+def ledger_routes() -> tuple[Route, ...]:
+    """The ledger's data route (the ledger package registers it; documented here with the API's)."""
+    from ..ledger.routes import data
+
+    return (
+        Route(
+            "GET",
+            "/v1/swarms/{swarm}/ledger",
+            data,
+            "The ledger page's data: task rows, handoff cards, the pause switch, the caller",
+            "operator_or_master",
+            responses={200: ("the page's data", LedgerAnswer), **SWARM_READ},
+        ),
+    )
+
+
+@cache
+def all_routes() -> tuple[Route, ...]:
+    """Every documented route: the table above, the held recoveries' and the ledger's data route."""
+    from .routes_held import HELD_ROUTES
+
+    return (*ROUTES, *HELD_ROUTES, *ledger_routes())
+
+
+@cache
+def route_table() -> dict[tuple[str, str], Route]:
+    """``(method, path template) → Route`` for every documented route (``HEAD`` as its ``GET``)."""
+    table = {(r.method, r.path): r for r in all_routes()}
+    table.update({("HEAD", path): r for (method, path), r in list(table.items()) if method == "GET"})
+    return table
+
+
 @cache
 def route_auth() -> dict[str, Auth]:
     """Each route's path template → who may call it, for the authentication middleware.
 
-    Every path has one kind of caller for all its methods; the ledger's data route is registered by
-    the ledger package and needs the same credentials as the swarm reads.
+    Every path has one kind of caller for all its methods.
     """
-    from .routes_held import HELD_ROUTES
-
-    table: dict[str, Auth] = {"/v1/swarms/{swarm}/ledger": "operator_or_master"}
-    for route in (*ROUTES, *HELD_ROUTES):
+    table: dict[str, Auth] = {}
+    for route in all_routes():
         assert table.setdefault(route.path, route.auth) == route.auth, route.path
     return table

@@ -23,6 +23,7 @@ from .common import (
     answer,
     blocking,
     body_model,
+    not_a_worker,
     operator_or_master,
     state_of,
     token_digest,
@@ -64,6 +65,7 @@ async def restore_decision(request: web.Request) -> web.Response:
     state = state_of(request)
     execution = request.match_info["execution"]
     digest = token_digest(request)
+    not_a_worker(request)
     body = await body_model(request, DecisionRequest)
     operator = is_operator(digest, state.operator_hash)
     if not valid_execution(execution):
@@ -108,6 +110,7 @@ async def restore_request(request: web.Request) -> web.Response:
     entry = state.entry(request.match_info["swarm"])
     seat = request.match_info["seat"]
     token_digest(request)
+    not_a_worker(request)
     body = await body_model(request, SeatRequest)
     caller = _seat_caller(request, entry, body)
     if seat not in {s.name for s in entry.spec.seats}:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..recovery import HeldStep, RecoveryProgress, ResumeRefused
 from .common import answer, blocking, body_model, operator_only, state_of
 from .registry import SwarmEntry
-from .routes import DENIED, LARGE, Body, Route
+from .routes import DENIED, LARGE, Body, Route, link
 from .state import ApiState
 
 CALL = re.compile(r"^rc-[0-9a-f]{16}$")
@@ -28,7 +28,7 @@ NOT_FOUND = "checkpoint_not_found"
 
 
 class ResumeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     resume_token: str = Field(min_length=1, max_length=256)
     #: Step path → ``applied`` | ``not_applied`` (checked against the steps; wrong entries are named).
@@ -136,6 +136,7 @@ HELD_ROUTES: tuple[Route, ...] = (
         "Recoveries held at a step that waits for the operator's observation",
         "operator",
         responses={200: ("held recoveries", HeldList), 404: ("unknown swarm", "json"), **DENIED, **_RETRY},
+        links={200: {"token": link("issue_token_post", call="$response.body#/recoveries/0/call")}},
     ),
     Route(
         "POST",
@@ -144,6 +145,7 @@ HELD_ROUTES: tuple[Route, ...] = (
         "Issue a new resume token for a held recovery (earlier tokens stop working)",
         "operator",
         responses={200: ("the token, once", IssuedToken), 404: (NOT_FOUND, "json"), **DENIED, **_RETRY},
+        links={200: {"resume": link("resume_post", call="$response.body#/call")}},
     ),
     Route(
         "POST",

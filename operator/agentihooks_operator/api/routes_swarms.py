@@ -15,11 +15,25 @@ from agentihooks_checkpoint.catalog import newest_compatible
 from agentihooks_checkpoint.scope import StoreScope
 from aiohttp import web
 
-from .common import answer, blocking, operator_only, operator_or_master, state_of
-from .errors import bad_request, unknown_seat
+from .auth import is_operator, master_agent
+from .common import answer, blocking, operator_only, operator_or_master, state_of, token_digest
+from .errors import bad_request, forbidden, unknown_seat
 from .registry import SwarmEntry
-from .schemas import PauseAnswer
+from .schemas import PauseAnswer, SwarmList, SwarmRef
 from .state import ApiState
+
+
+async def swarms(request: web.Request) -> web.Response:
+    """The swarms the caller may read: all served ones for the operator, its own for a master."""
+    state = state_of(request)
+    digest = token_digest(request)
+    entries = state.registry.entries()
+    if not is_operator(digest, state.operator_hash):
+        entries = [e for e in entries if master_agent(digest, e.masters) is not None]
+        if not entries:
+            raise forbidden()
+    listed = [SwarmRef(swarm=e.name, seats=[s.name for s in e.spec.seats]) for e in entries]
+    return answer(SwarmList(swarms=listed))
 
 
 def _status(state: ApiState, entry: SwarmEntry) -> dict[str, Any]:
@@ -132,7 +146,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     operator_or_master(request, entry)
     q = request.query
     count = _int(q.get("count"), 100, "count", 1, 1000)
-    follow = q.get("follow", "false").lower() in ("1", "true", "yes")
+    follow = q.get("follow") == "true"  # checked against the document first: true or false
     got = await blocking(entry.recovery.events, count)
     if not follow:
         return answer({"swarm": entry.name, "events": [e.model_dump(mode="json") for e in got]})

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from agentihooks_checkpoint.catalog import CheckpointSummary
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..recovery.models import HandoffCard, RecoveryEvent
 
 AGENT = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$"
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: strict: a JSON ``false`` is not a watermark of 0, nor ``1.0`` an integer (what the document says)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class DecisionRequest(_In):
@@ -29,8 +33,19 @@ class SessionReport(_In):
     session_id: str = Field(pattern=AGENT)
 
 
+def _json_integer(value: object) -> object:
+    """A JSON Schema integer: ``412`` or ``412.0``, never ``true`` or ``"412"``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer as JSON Schema counts them (``0.0`` is one; booleans and strings are not).
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+
+
 class WatermarkReport(_In):
-    watermark: int = Field(ge=0, le=2**53)
+    watermark: JsonInt = Field(ge=0, le=2**53)
 
 
 class Problem(BaseModel):
@@ -71,3 +86,95 @@ class KeysAnswer(BaseModel):
 class WrittenAnswer(BaseModel):
     key: str
     size: int
+
+
+# -- answers described for the OpenAPI document (the handlers build the same shapes) ---------------
+
+
+class Health(BaseModel):
+    status: Literal["ok", "stopping"]
+    kopf: bool
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not ready"]
+    kopf: bool
+    redis: bool
+
+
+class SeatState(BaseModel):
+    seat: str
+    #: The seat's current attempt (``null`` before the first one is admitted).
+    execution_id: str | None
+    generation: int | None
+    task_id: str
+
+
+class StatusAnswer(BaseModel):
+    swarm: str
+    paused: bool
+    lease_held: bool
+    compatibility_key: str
+    seats: list[SeatState]
+    handoffs: list[HandoffCard]
+
+
+class CheckpointRow(CheckpointSummary):
+    #: Complete and captured under the swarm's current compatibility key.
+    compatible: bool
+
+
+class CheckpointsAnswer(BaseModel):
+    swarm: str
+    seat: str
+    task_id: str
+    task_generation: int
+    compatibility_key: str
+    newest_compatible: str | None
+    checkpoints: list[CheckpointRow]
+
+
+class EventsAnswer(BaseModel):
+    swarm: str
+    events: list[RecoveryEvent]
+
+
+class LedgerCaller(BaseModel):
+    kind: Literal["operator", "master"]
+    agent: str | None
+
+
+class LedgerTaskRow(BaseModel):
+    task_id: str
+    seat: str
+    text: str
+    generation: int | None
+    task_generation: int | None
+    execution_id: str | None
+    awaiting: str | None
+    recovery_pending: bool
+
+
+class LedgerCard(HandoffCard):
+    awaiting_decision: bool
+    recovering: bool
+
+
+class LedgerAnswer(BaseModel):
+    swarm: str
+    caller: LedgerCaller
+    paused: bool
+    automation: bool
+    lease_held: bool
+    rows: list[LedgerTaskRow]
+    cards: list[LedgerCard]
+
+
+class SwarmRef(BaseModel):
+    swarm: str
+    seats: list[str]
+
+
+class SwarmList(BaseModel):
+    #: The swarms this caller may read: every served swarm for the operator, a master's own ones.
+    swarms: list[SwarmRef]
