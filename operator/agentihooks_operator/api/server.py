@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import select
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,6 +120,17 @@ class GuardedHandler(RequestHandler):
         if self._request_count != parsed:
             self._disarm()
 
+    @property
+    def idle(self) -> bool:
+        """Kept alive after an answer and waiting, with no part of a next request received."""
+        return (
+            self._request_count > 0
+            and self._header_timer is None
+            and not self._request_in_progress
+            and not self._messages
+            and self.transport is not None
+        )
+
     def connection_lost(self, exc: BaseException | None) -> None:
         self._disarm()
         try:
@@ -163,10 +175,22 @@ class CappedSite(web.BaseSite):
     """A TCP listener that holds at most ``limits.max_connections`` connections at once.
 
     It accepts in its own loop: one slot of a semaphore per open connection, given back when the
-    connection closes. With every slot taken it stops accepting, so clients queue in the kernel.
+    connection closes. With every slot taken it stops accepting, so clients queue in the kernel; if
+    one is queued while some connection is merely kept alive (idle between requests), that idle
+    connection is closed to make room, as HTTP allows a server to at any time.
     """
 
-    __slots__ = ("_accepting", "_handler_args", "_host", "_limits", "_open", "_port", "_slots", "_sock")
+    __slots__ = (
+        "_accepting",
+        "_handler_args",
+        "_handlers",
+        "_host",
+        "_limits",
+        "_open",
+        "_port",
+        "_slots",
+        "_sock",
+    )
 
     def __init__(
         self, runner: web.AppRunner, host: str, port: int, limits: ServerLimits, handler_args: dict[str, Any]
@@ -180,6 +204,7 @@ class CappedSite(web.BaseSite):
         self._accepting: asyncio.Task[None] | None = None
         self._slots = asyncio.Semaphore(limits.max_connections)
         self._open = 0
+        self._handlers: set[GuardedHandler] = set()
 
     @property
     def name(self) -> str:
@@ -229,15 +254,41 @@ class CappedSite(web.BaseSite):
         loop = asyncio.get_running_loop()
 
         def make() -> GuardedHandler:
-            return GuardedHandler(
+            handler: GuardedHandler
+
+            def closed() -> None:
+                self._handlers.discard(handler)
+                release()
+
+            handler = GuardedHandler(
                 server,
                 loop=loop,
                 header_timeout=self._limits.header_timeout,
-                on_closed=release,
+                on_closed=closed,
                 **self._handler_args,
             )
+            self._handlers.add(handler)
+            return handler
 
         return make
+
+    def _client_waiting(self) -> bool:
+        assert self._sock is not None
+        readable, _, _ = select.select([self._sock], [], [], 0)
+        return bool(readable)
+
+    async def _slot(self) -> None:
+        """A free slot; while none is, an idle kept-alive connection gives its up to a queued client."""
+        while True:
+            try:
+                await asyncio.wait_for(self._slots.acquire(), timeout=0.2)
+                return
+            except TimeoutError:
+                if self._client_waiting():
+                    idle = next((h for h in self._handlers if h.idle), None)
+                    if idle is not None:
+                        log.debug("control API: closed an idle connection to make room")
+                        idle.force_close()
 
     async def _accept_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -245,7 +296,7 @@ class CappedSite(web.BaseSite):
         server = self._runner.server
         assert server is not None
         while True:
-            await self._slots.acquire()
+            await self._slot()
             try:
                 conn, _ = await loop.sock_accept(self._sock)
             except asyncio.CancelledError:

@@ -210,3 +210,22 @@ def test_a_malformed_request_head_is_400_json_logged_once_at_info_without_traceb
     records = [r for r in caplog.records if r.name.startswith(("agentihooks", "aiohttp"))]
     assert [(r.levelno, r.name) for r in records] == [(logging.INFO, "agentihooks.api")]
     assert records[0].exc_info is None and "Traceback" not in caplog.text
+
+
+def test_at_the_cap_an_idle_keep_alive_connection_makes_room_for_a_waiting_client(
+    redis_url: str, tmp_path: Path
+) -> None:
+    cap = 5
+    # a keep-alive timeout far longer than the client waits: only reclaiming an idle one can serve it
+    limits = ServerLimits(max_connections=cap, keepalive_timeout=600.0)
+    with make_world(redis_url, tmp_path, limits) as w, ExitStack() as stack:
+        socks = open_sockets(address(w), cap, stack)
+        for s in socks:  # one answered request each, then kept alive, idle
+            s.setblocking(True)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(65536).startswith(b"HTTP/1.1 200 ")
+            s.setblocking(False)
+        assert w.server.open_connections == cap
+        assert httpx.get(w.url + "/healthz", timeout=BOUND).status_code == 200
+        assert sum(closed_by_server(s) for s in socks) >= 1
+        assert w.server.open_connections <= cap
