@@ -149,6 +149,7 @@ class SwarmPass:
     def run(self, spec: SwarmSpec) -> PassResult:
         """One pass; calls RBAC refused (403), in a step or in the pass itself, end it as
         :class:`AccessDenied` naming each refused verb, resource and namespace."""
+        self._take_refusals()  # any left by a pass that ended early belong to that pass
         self._idle.clear()
         try:
             result = self._run(spec)
@@ -194,7 +195,13 @@ class SwarmPass:
         t2 = time.perf_counter()
         report = self.recovery.reconcile(spec, observations)
         t3 = time.perf_counter()
-        if report.lease_lost:
+        if report.lease_lost or not report.leader:
+            return PassResult(leader=False, observations=observations, report=report)
+        try:
+            # A holder that stalled past its lease (SIGSTOP, a long pause, a starved node) while
+            # its pass wrote nothing publishes nothing either: another replica may have acted since.
+            self.keepalive()
+        except LeaseLost:
             return PassResult(leader=False, observations=observations, report=report)
         self._publish_events(report)
         self._report_foreign(foreign)
