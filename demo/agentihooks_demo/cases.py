@@ -154,7 +154,11 @@ class CaseRunner:
         case = Case(
             "conversation-mismatch",
             "The attempt held another conversation than the checkpoint's",
-            {"refusal": "conversation_mismatch", "replacements_admitted": 1},
+            {
+                "resume_label": "Continue from context",
+                "continuity": "reconstructed",
+                "replacements_admitted": 1,
+            },
         )
         first, _ = await self.captured("mismatch")
         await self.w.kubelet.oom_kill(first, report=False)
@@ -179,6 +183,13 @@ class CaseRunner:
         case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
         case.add_input("the attempt's last session report (request body)", body)
         await self.w.kubelet.report_exit(first)
+        # The checkpoint holds another session than the attempt's: no native resume without asking,
+        # the card offers context continuation, and resume reconstructs.
+        card = await self.w.card("mismatch", binding="awaiting decision")
+        case.observed["resume_label"] = card.get("resume_label")
+        await self.settle()
+        case.observed["launched_before_the_choice"] = len(self.w.kubelet.runs("mismatch")) - 1
+        self.stack.cli("swarm", SWARM, "restore-decision", "mismatch", "resume", check=True)
         await self.outcome("mismatch", case)
         return case
 

@@ -10,7 +10,8 @@ control API, real worker processes under the simulated kubelet):
 * ``version`` - the replacement's harness is Claude Code 2.2, not qualified for
   native resume; it refuses ``unqualified_version``.
 * ``mismatch`` - the attempt reported another conversation after its last
-  capture; the replacement refuses ``conversation_mismatch``.
+  capture; the controller does not resume it natively (the card offers
+  "Continue from context"), and resume reconstructs.
 * ``duplicate`` - waits after an image-pull failure; the same resume request is
   posted three times (once, then twice at once); one replacement, native.
 

@@ -25,8 +25,17 @@ def usable_checkpoint(
 
 
 def native_possible(checkpoint: CheckpointSummary, fence: FenceRecord) -> bool:
-    """Native continuity needs a native checkpoint and a session the fenced attempt held."""
-    return checkpoint.native and fence.native_session is not None
+    """Native continuity needs a native checkpoint of the very session the fenced attempt held.
+
+    A checkpoint of another session (the attempt moved on to a new conversation after it was
+    captured, or reported none the checkpoint knows) could only be refused by the replacement as
+    ``conversation_mismatch``; it is offered as context continuation instead.
+    """
+    return (
+        checkpoint.native
+        and fence.native_session is not None
+        and checkpoint.native_session_id == fence.native_session
+    )
 
 
 def resume_directive(checkpoint: CheckpointSummary, fence: FenceRecord) -> RestoreDirective:
@@ -64,7 +73,7 @@ def automatic_choice(
         return "fresh"
     if fence.reason == "image_pull" or fence.native_session is None:
         return None
-    if checkpoint is not None and checkpoint.native:
+    if checkpoint is not None and native_possible(checkpoint, fence):
         return "resume"
     return None
 

@@ -23,7 +23,11 @@ CASES = {
     "valid-checkpoint": {"continuity": "native", "replacements_admitted": 1},
     "corrupt-object": {"refusal": "corrupt_object", "replacements_admitted": 1},
     "unsupported-harness-version": {"refusal": "unqualified_version", "replacements_admitted": 1},
-    "conversation-mismatch": {"refusal": "conversation_mismatch", "replacements_admitted": 1},
+    "conversation-mismatch": {
+        "resume_label": "Continue from context",
+        "continuity": "reconstructed",
+        "replacements_admitted": 1,
+    },
     "duplicated-restore-request": {"continuity": "native", "replacements_admitted": 1},
 }
 
