@@ -1,7 +1,8 @@
 """``agentihooks-worker boot``: everything between the Pod starting and the harness's first turn.
 
 1. read the launch record (a disagreeing directive is refused as malformed);
-2. prepare the attempt folder and the task worktree;
+2. prepare the attempt folder and the task worktree (and copy the provider credential's files,
+   if the Pod mounts any, into the harness home);
 3. mark Claude Code's onboarding done and the worktree trusted;
 4. pick the checkpoint store;
 5-9. the Restorer: verify, project check, native files and version, source, continuation;
@@ -29,6 +30,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
 from agentihooks_checkpoint.validator import Validator
 
+from . import provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
 from .errors import EXIT_FAILURE, EXIT_REFUSED, Refused, WorkerError
@@ -105,6 +107,7 @@ class Boot:
         self._execution_id = a.execution_id
         layout = AttemptLayout(self.settings.attempts_dir, a.execution_id, harness.name, a.task_id)
         layout.create()
+        provider_files.install(self.settings.provider_files, layout)  # before anything runs the harness
         env = layout.environment(self.environ)
         if launch.restore is None or launch.restore.checkpoint_id is None:
             self._clone_fresh(launch, layout)

@@ -296,8 +296,11 @@ class SwarmPass:
     ) -> dict[str, Any]:
         cards = [c.model_dump(mode="json", exclude={"outcome"}) for c in self.recovery.cards(spec)]
         awaiting = sum(1 for c in cards if c.get("binding") == "awaiting decision")
-        recovering = sum(
-            1 for c in cards if c.get("continuity") == "pending" and c.get("binding") != "awaiting decision"
+        recovering = sum(  # a first launch that is blocked (binding "launch blocked") is not a recovery
+            1
+            for c in cards
+            if c.get("continuity") == "pending"
+            and c.get("binding") not in ("awaiting decision", "launch blocked")
         )
         status: dict[str, Any] = {
             "seats": len(spec.seats),

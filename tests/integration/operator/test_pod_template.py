@@ -378,7 +378,7 @@ async def test_a_missing_credential_secret_blocks_the_launch_until_it_exists(
         assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Swarm"
         assert 'Secret "anthropic" does not exist' in event["message"]
         status = (await cluster.swarm("keyless"))["status"]
-        assert status["running"] == 0
+        assert status["running"] == 0 and status["recovering"] == 0  # a blocked first launch is no recovery
         # Nothing of the attempt was created.
         assert await cluster.pods("keyless") == []
         assert cluster.count("create", "pods") == 0
