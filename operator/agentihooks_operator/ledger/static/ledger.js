@@ -220,6 +220,7 @@
     if (card.awaiting_decision) return 'awaiting';
     if (card.held) return 'held'; // a release step waits for the operator's observation
     if (card.recovering) return 'recovering'; // fence steps still running: nothing to choose yet
+    if (card.launch_blocked) return 'blocked'; // the launch waits on a credential Secret or on admission
     return card.continuity === 'pending' ? 'pending' : 'recovered';
   }
 
@@ -228,6 +229,7 @@
     recovering: 'Recovering',
     held: 'Held: waiting for the operator',
     pending: 'Replacement pending',
+    blocked: 'Launch blocked',
     recovered: 'Recovered',
   };
 
@@ -262,18 +264,24 @@
     node.append(el('p', 'state-badge ' + state, STATE_TEXT[state]));
 
     const dl = el('dl');
-    item(dl, 'Failure', card.reason, 'reason');
-    item(dl, 'Fenced attempt', eid, 'execution');
-    if (state === 'awaiting') {
-      item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
-    } else if (state === 'recovering' || state === 'held') {
-      item(dl, 'Decision', 'not yet: the failed attempt is still being released', 'decision');
+    if (card.binding === 'launch blocked') {
+      // A first launch that cannot be sent yet: no failure and nothing to decide, only why it waits.
+      item(dl, 'Attempt', eid, 'execution');
     } else {
-      const chosen = card.resume_available ? card.resume_label || 'Resume' : 'Start fresh';
-      item(dl, 'Decision', chosen, 'decision');
-      item(dl, 'Checkpoint', card.checkpoint || 'none (fresh start)', 'checkpoint');
+      item(dl, 'Failure', card.reason, 'reason');
+      item(dl, 'Fenced attempt', eid, 'execution');
+      if (state === 'awaiting') {
+        item(dl, 'Checkpoint', card.checkpoint || 'none usable', 'checkpoint');
+      } else if (state === 'recovering' || state === 'held') {
+        item(dl, 'Decision', 'not yet: the failed attempt is still being released', 'decision');
+      } else {
+        const chosen = card.resume_available ? card.resume_label || 'Resume' : 'Start fresh';
+        item(dl, 'Decision', chosen, 'decision');
+        item(dl, 'Checkpoint', card.checkpoint || 'none (fresh start)', 'checkpoint');
+      }
     }
     if (card.successor) item(dl, 'Replacement', card.successor, 'successor');
+    if (card.launch_blocked) item(dl, 'Launch blocked', card.launch_blocked, 'launch-blocked');
     item(dl, 'Continuity', continuityText(card), 'continuity');
     node.append(dl);
 
