@@ -80,9 +80,14 @@ class RestoreOutcome(BaseModel):
     watermark: int | None = Field(default=None, ge=0)
 
     def matches(self, directive: RestoreDirective) -> bool:
-        """True when this outcome delivers exactly what ``directive`` asked for."""
+        """True when this outcome delivers exactly what ``directive`` asked for.
+
+        All four fields: continuity, checkpoint, session and the watermark the conversation was
+        restored up to (a restore from another point of the transcript is not the directive's).
+        """
         return (
             self.recovery == directive.recovery
             and self.checkpoint_id == directive.checkpoint_id
             and self.session_id == directive.session_id
+            and self.watermark == directive.watermark
         )
