@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .containers import secret_value
 from .kubelet import PodRun
 from .stack import Stack
 from .world import World
@@ -232,11 +233,9 @@ class CaseRunner:
         return case
 
     async def worker_token(self, run: PodRun) -> str:
-        r = await self.w.kubelet.http.get(
-            f"/api/v1/namespaces/default/secrets/swarm-{run.execution_id}-credential"
-        )
-        r.raise_for_status()
-        return str(r.json()["stringData"]["token"])
+        """The attempt's worker credential, as its container's ``secretKeyRef`` hands it over."""
+        secret = await self.w.secret(f"swarm-{run.execution_id}-credential")
+        return secret_value(secret, "token")
 
 
 def _json(response: Any) -> dict[str, Any]:

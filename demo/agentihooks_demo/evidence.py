@@ -1,8 +1,10 @@
 """``make evidence``: the acceptance cases of SV2-CKP-05 run live, and the evidence record they produce.
 
 Five seats of swarm ``evidence``, one per fixture input, on the same running
-system as the demo (private redis-server, emulated API, real operator and
-control API, real worker processes under the simulated kubelet):
+system as ``make demo DEMO_ARGS=--control-plane`` (private redis-server, a real
+etcd + kube-apiserver + kube-controller-manager on loopback with the chart's
+CRD and RBAC, the real operator and control API as the chart's
+ServiceAccount, real worker processes under the simulated kubelet):
 
 * ``valid`` - a checkpoint its worker captured; OOM-killed; resumes natively.
 * ``corrupt`` - one object of the captured checkpoint has a byte changed
@@ -61,10 +63,10 @@ def evidence_plan(run: PodRun) -> str | dict[str, str]:
 async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable[[str], None]) -> int:
     started = _now()
     bin_dir = fake_harness_bin()
-    stack = await asyncio.to_thread(start_stack, workdir, procs, say)
+    stack = await asyncio.to_thread(start_stack, workdir, procs, say, control_plane=True)
     repo = demo_repository(workdir / "demo-app")
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {PROJECT: str(repo)})
-    kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=evidence_plan, say=say)
+    kubelet = SimulatedKubelet(stack.kube.pod_api(), workdir / "node", env, plan=evidence_plan, say=say)
     await kubelet.start()
     w = World(stack, kubelet, SWARM, say=say)
     try:

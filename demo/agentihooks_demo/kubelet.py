@@ -1,6 +1,6 @@
 """A simulated kubelet: turns the operator's Pods into real ``agentihooks-worker boot`` processes.
 
-It watches (polls) the emulated API for Pods in its namespace. For each new
+It watches (polls) the Kubernetes API for Pods in its namespace. For each new
 Pod it reads the launch record from the Pod's ConfigMap and the worker
 credential from its Secret, exactly as the volume mount and ``secretKeyRef``
 would hand them over, starts the worker as a real process in its own process
@@ -9,6 +9,12 @@ group, and writes the Pod status a kubelet would: ``Running``, then
 when the demo injects an out-of-memory kill), or a ``waiting`` image-pull
 state when the demo injects a pull failure. A Pod the operator deletes has its
 process group stopped. Nothing here is a real kubelet, and it says so.
+
+What differs between APIs sits behind a :class:`PodApi`: :class:`EmulatedApi`
+for kmock's emulator (a Node object, ``spec.nodeName`` patched, deleted Pods
+vanish at once) and :class:`agentihooks_demo.node.RealApi` for a real API
+server (a Node whose Lease is renewed, the binding subresource, statuses named
+after the Pod's containers, graceful deletions finished by this kubelet).
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ import asyncio
 import contextlib
 import json
 import signal
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from . import podstatus
 from .containers import CONTAINER_ENV, kill_container, reap, secret_value
+from .node import MERGE, named_after, patch_status
 from .procs import signal_group
 
 DOMAIN = "swarm.agentihooks.io"
@@ -47,6 +55,7 @@ class PodRun:
     exit_code: int | None = None
     reported: bool = False
     deleted: bool = False
+    stopping: asyncio.Future[None] | None = None
 
     @property
     def log(self) -> Path:
@@ -74,26 +83,74 @@ class PodRun:
 Plan = Callable[[PodRun], "str | dict[str, str]"]
 
 
+class PodApi(Protocol):
+    """The Kubernetes API as this kubelet uses it (reads go through ``http`` in ``namespace``)."""
+
+    http: httpx.AsyncClient
+    namespace: str
+    description: str
+
+    async def start(self, on_delete: Callable[[str], Awaitable[None]]) -> None:
+        """Register the node; ``on_delete(pod name)`` stops a deleted Pod's container where the API
+        waits for its kubelet to finish a deletion."""
+
+    async def bind(self, pod: dict[str, Any]) -> None:
+        """Place the Pod on this kubelet's node (there is no scheduler)."""
+
+    def creatable(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` of an object to create, with what the API does not fill in itself."""
+
+    async def close(self) -> None: ...
+
+
+class EmulatedApi:
+    """kmock's emulator: no scheduler, no binding subresource, no graceful deletion (a deleted Pod is
+    gone at once), and no uid or resourceVersion unless the client sends them."""
+
+    description = "embedded emulator (kmock)"
+
+    def __init__(self, url: str, namespace: str = "default") -> None:
+        self.http = httpx.AsyncClient(base_url=url, timeout=10)
+        self.namespace = namespace
+
+    async def start(self, on_delete: Callable[[str], Awaitable[None]]) -> None:
+        r = await self.http.post("/api/v1/nodes", json=podstatus.node())
+        if r.status_code not in (200, 201, 409):
+            r.raise_for_status()
+
+    async def bind(self, pod: dict[str, Any]) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod['metadata']['name']}"
+        r = await self.http.patch(path, json={"spec": {"nodeName": podstatus.NODE}}, headers=MERGE)
+        r.raise_for_status()
+
+    def creatable(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        return {**metadata, "uid": str(uuid.uuid4()), "resourceVersion": "1"}
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
 @dataclass
 class SimulatedKubelet:
-    api: str
+    api: PodApi
     workdir: Path
     base_env: dict[str, str]
-    namespace: str = "default"
     plan: Plan = field(default=lambda run: {})
     say: Callable[[str], None] = print
     pods: dict[str, PodRun] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.http = httpx.AsyncClient(base_url=self.api, timeout=10)
+        self.http = self.api.http
+        self.namespace = self.api.namespace
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
-        r = await self.http.post("/api/v1/nodes", json=podstatus.node())
-        if r.status_code not in (200, 201, 409):
-            r.raise_for_status()
-        self.say("[kubelet] SIMULATED kubelet: worker Pods run as local processes on node 'demo-node'")
+        await self.api.start(self._pod_deleted)
+        self.say(
+            f"[kubelet] SIMULATED kubelet ({self.api.description}): worker Pods run as local processes "
+            f"on node '{podstatus.NODE}'"
+        )
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -103,7 +160,7 @@ class SimulatedKubelet:
                 await self._task
         for run in self.pods.values():
             await self._stop_process(run, signal.SIGTERM)
-        await self.http.aclose()
+        await self.api.close()
 
     async def _loop(self) -> None:
         while True:
@@ -119,15 +176,31 @@ class SimulatedKubelet:
         r.raise_for_status()
         present = {p["metadata"]["name"]: p for p in r.json()["items"]}
         for name, pod in present.items():
-            if name not in self.pods and pod["metadata"].get("labels", {}).get(f"{DOMAIN}/execution-id"):
+            meta = pod["metadata"]
+            if (
+                name not in self.pods
+                and meta.get("labels", {}).get(f"{DOMAIN}/execution-id")
+                and not meta.get("deletionTimestamp")
+            ):
                 await self._admit(pod)
-        for name, run in self.pods.items():
-            if name not in present and not run.deleted:
-                run.deleted = True
-                await self._stop_process(run, signal.SIGTERM)
+        for name, run in list(self.pods.items()):
+            if name not in present or present[name]["metadata"].get("deletionTimestamp"):
+                await self._deleted(run)
             elif run.proc is not None and run.proc.returncode is not None and not run.reported:
                 run.exit_code = run.proc.returncode
                 await self._report_exit(run)
+
+    async def _deleted(self, run: PodRun) -> None:
+        """The Pod is gone or being deleted: stop its container once (SIGTERM, then what it left)."""
+        if run.stopping is None:
+            run.deleted = True
+            run.stopping = asyncio.ensure_future(self._stop_process(run, signal.SIGTERM))
+        await asyncio.shield(run.stopping)
+
+    async def _pod_deleted(self, name: str) -> None:
+        run = self.pods.get(name)
+        if run is not None:
+            await self._deleted(run)
 
     async def _admit(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -197,15 +270,17 @@ class SimulatedKubelet:
         )
 
     async def set_status(self, run: PodRun, status: dict[str, Any], *, node: bool = False) -> None:
+        """Write the Pod's status (placing it on the node first with ``node``), its container entries
+        named after the Pod's own containers. A Pod already gone is no error."""
         path = f"/api/v1/namespaces/{self.namespace}/pods/{run.name}"
-        merge = {"Content-Type": "application/merge-patch+json"}
-        if node:
-            r = await self.http.patch(path, json={"spec": {"nodeName": podstatus.NODE}}, headers=merge)
-            r.raise_for_status()
-        body = {
-            "status": {k: None for k in ("reason", "message", "containerStatuses", "conditions")} | status
-        }
-        r = await self.http.patch(path + "/status", json=body, headers=merge)
+        r = await self.http.get(path)
+        if r.status_code == 404:
+            return
+        r.raise_for_status()
+        pod = r.json()
+        if node and not pod["spec"].get("nodeName"):
+            await self.api.bind(pod)
+        r = await patch_status(self.http, path, named_after(pod, status))
         if r.status_code != 404:
             r.raise_for_status()
 

@@ -1,11 +1,13 @@
 """``agentihooks-demo`` (``make demo``): the product's main job on one machine, with no cluster.
 
-Starts a private redis-server, the emulated Kubernetes API, the real operator
-(with its control API and ledger page) and a simulated kubelet that runs real
-worker processes, then tells the story in :mod:`agentihooks_demo.story`.
-``--keep`` leaves everything running until Ctrl-C; ``--ci`` checks every
-outcome and exits non-zero when one is wrong; ``--evidence PATH`` runs the
-acceptance cases instead and writes the evidence record.
+Starts a private redis-server, a Kubernetes API (kmock's emulator; with
+``--control-plane`` a real etcd, kube-apiserver and kube-controller-manager),
+the real operator (with its control API and ledger page) and a simulated
+kubelet that runs real worker processes, then tells the story in
+:mod:`agentihooks_demo.story`. ``--keep`` leaves everything running until
+Ctrl-C; ``--ci`` checks every outcome and exits non-zero when one is wrong;
+``--evidence PATH`` runs the acceptance cases instead (always on the real
+control plane) and writes the evidence record.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import SimulatedKubelet
 from .procs import Processes
-from .stack import StackError, demo_repository, preflight, start_stack
+from .stack import EMBEDDED, StackError, demo_repository, preflight, start_stack
 from .story import demo_plan, run_story
 from .world import StoryFailed, World
 
@@ -33,10 +35,10 @@ def say(text: str) -> None:
 
 async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> int:
     bin_dir = fake_harness_bin()
-    stack = await asyncio.to_thread(start_stack, workdir, procs, say)
+    stack = await asyncio.to_thread(start_stack, workdir, procs, say, control_plane=args.control_plane)
     repo = demo_repository(workdir / "demo-app")
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {"local:demo-app": str(repo)})
-    kubelet = SimulatedKubelet(stack.kube_url, workdir / "node", env, plan=demo_plan, say=say)
+    kubelet = SimulatedKubelet(stack.kube.pod_api(), workdir / "node", env, plan=demo_plan, say=say)
     await kubelet.start()
     world = World(stack, kubelet, "demo", say=say)
     try:
@@ -52,6 +54,10 @@ async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> in
         say(f"CLI: export AGENTIHOOKS_CONTROL_URL={stack.control_url}")
         say(f'     export AGENTIHOOKS_TOKEN="$(cat {stack.token_file})"')
         say(f"Logs: {workdir / 'logs'} (operator, redis, API) and {workdir / 'node' / 'pods'} (workers)")
+        plane = stack.kube.plane
+        if plane is not None:
+            say(f"Control plane: admin kubeconfig {plane.admin_kubeconfig}; logs and audit log in")
+            say(f"  {plane.workdir}; the demo's objects are in namespace {stack.kube.namespace}")
         if args.ci:
             say("demo --ci: every outcome of the story checked")
         if args.keep:
@@ -70,21 +76,41 @@ def main(argv: list[str] | None = None) -> None:
         "--workdir", type=Path, default=None, help="where logs and state go (default: a temp dir)"
     )
     parser.add_argument(
-        "--evidence", type=Path, default=None, help="run the acceptance cases, write this record"
+        "--control-plane",
+        action="store_true",
+        help="run on a real etcd + kube-apiserver + kube-controller-manager instead of the emulator",
+    )
+    parser.add_argument(
+        "--evidence",
+        type=Path,
+        default=None,
+        help="run the acceptance cases (on the real control plane), write this record",
     )
     args = parser.parse_args(argv)
+    args.control_plane = args.control_plane or args.evidence is not None
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="agentihooks-demo-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     os.chmod(workdir, 0o700)
     say(
-        "agentihooks-recovery demo: no cluster; the kubelet is SIMULATED (worker Pods run as local processes)"
+        "agentihooks-recovery demo: no cluster needed; the kubelet is SIMULATED "
+        "(worker Pods run as local processes)"
     )
+    if args.control_plane:
+        from .localcluster import ANNOUNCE
+
+        say(ANNOUNCE)
+    else:
+        say(EMBEDDED)
     say(f"work folder: {workdir}")
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     code = 1
     try:
         preflight()
+        if args.control_plane:
+            from .localcluster import preflight as control_plane_preflight
+
+            control_plane_preflight()
         if args.evidence is not None:
             from .evidence import run_evidence
 
@@ -99,7 +125,12 @@ def main(argv: list[str] | None = None) -> None:
         code = 1
     finally:
         procs.stop_all()
-        say("stopped: redis-server, Kubernetes API emulator, operator and every worker")
+        if args.control_plane:
+            from .localcluster import remove_data
+
+            remove_data(workdir)
+        api = "etcd, kube-apiserver, kube-controller-manager" if args.control_plane else "the API emulator"
+        say(f"stopped: redis-server, {api}, operator and every worker")
     sys.exit(code)
 
 

@@ -4,7 +4,9 @@ The shape follows the original swarm v2 evidence records (``package``,
 ``package_complete``, ``tested_commit``, ``status``, ``evidence_class``,
 ``interfaces``, ``supported_versions``, ``cases``, ``remaining_limitations``)
 and adds what a live run can prove: ``mocked: false``, a run id and times,
-the backend it ran on, and the versions of every part involved.
+the backend it ran on (on the real control plane: what etcd, kube-apiserver
+and kube-controller-manager report as their versions, and the operator's
+identity), and the versions of every part involved.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .controlplane import BINARIES
 from .harness import harness_versions
-from .stack import Stack
+from .stack import KubeApi, Stack
 
 PACKAGE = "SV2-CKP-05"
 
@@ -42,13 +45,21 @@ SUPPORTED_VERSIONS = {
     "native_resume": {"claude": "2.1.x", "codex": "0.162.x"},
 }
 
-LIMITATIONS = [
+EMULATOR_LIMITATION = (
     "The Kubernetes API is kmock's emulator and the kubelet is simulated: worker Pods run as local "
-    "processes, and OOM kills and image-pull failures are injected by the simulated kubelet.",
+    "processes, and OOM kills and image-pull failures are injected by the simulated kubelet."
+)
+CONTROL_PLANE_LIMITATION = (
+    "The Kubernetes API is a real control plane on loopback (etcd, kube-apiserver, kube-controller-manager), "
+    "but there is no container runtime and no scheduler: the simulated kubelet binds each Pod to its Node "
+    "and runs the worker as a local process (no image is pulled, no memory limit applies); OOM kills and "
+    "image-pull failures are injected by it and written as a kubelet would write them."
+)
+LIMITATIONS = [
     "The harnesses are the fake claude/codex executables with the real CLIs' surface, not Claude Code "
     "or Codex themselves.",
-    "A kind backend for this command is not implemented: with KUBECONFIG set the run still uses the "
-    "embedded emulator and says so under backend.",
+    "A kind backend for this command is not implemented: with KUBECONFIG set the run still starts its own "
+    "Kubernetes API and says so under backend.",
     "Transcript written after the archive watermark is lost and its length is unknown; the fence names it.",
 ]
 
@@ -68,15 +79,17 @@ def _dist(name: str) -> str:
         return "not installed"
 
 
-def versions(bin_dir: Path) -> dict[str, Any]:
+def versions(bin_dir: Path, kube: KubeApi) -> dict[str, Any]:
     fakes = harness_versions(bin_dir)
+    api = {"kmock": _dist("kmock")} if kube.plane is None else {"helm": kube.versions.get("helm", "")}
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "agentihooks-recovery": _dist("agentihooks-recovery"),
         "redis-server": _run(["redis-server", "--version"]),
         "kopf": _dist("kopf"),
-        "kmock": _dist("kmock"),
+        "kubernetes-py": _dist("kubernetes"),
+        **api,
         "aiohttp": _dist("aiohttp"),
         "redis-py": _dist("redis"),
         "pydantic": _dist("pydantic"),
@@ -91,17 +104,39 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def backend() -> dict[str, Any]:
+def backend(kube: KubeApi) -> dict[str, Any]:
     requested = os.environ.get("KUBECONFIG")
+    kind = (
+        f"not used: KUBECONFIG={requested} was set, but this command has no kind backend yet"
+        if requested
+        else "not used (no KUBECONFIG given; a kind backend is not implemented for this command)"
+    )
+    redis = "private redis-server started by the run"
+    if kube.plane is None:
+        return {
+            "kubernetes_api": "kmock KubernetesEmulator on 127.0.0.1 (embedded)",
+            "kubelet": "simulated: real agentihooks-worker processes on the local machine",
+            "redis": redis,
+            "kind": kind,
+        }
     return {
-        "kubernetes_api": "kmock KubernetesEmulator on 127.0.0.1 (embedded)",
-        "kubelet": "simulated: real agentihooks-worker processes on the local machine",
-        "redis": "private redis-server started by the run",
-        "kind": (
-            f"not used: KUBECONFIG={requested} was set, but this command has no kind backend yet"
-            if requested
-            else "not used (no KUBECONFIG given; a kind backend is not implemented for this command)"
+        "kubernetes_api": (
+            "real control plane on 127.0.0.1 started by the run: etcd, kube-apiserver (RBAC authorization, "
+            f"Pod Security admission enforcing 'restricted' on namespace {kube.namespace}) and "
+            "kube-controller-manager"
         ),
+        "control_plane": {name: kube.versions.get(name, "unknown") for name in BINARIES},
+        "operator_identity": (
+            f"{kube.operator_user}: a TokenRequest token, bound only to the chart's RBAC "
+            f"(helm template, {kube.versions.get('helm', 'helm')})"
+        ),
+        "kubelet": (
+            "simulated: registers a Node and renews its Lease, binds Pods through the binding subresource, "
+            "writes statuses through the status subresource and finishes graceful deletions; the workers "
+            "are real agentihooks-worker processes on the local machine"
+        ),
+        "redis": redis,
+        "kind": kind,
     }
 
 
@@ -115,7 +150,7 @@ def build_record(
         "tested_commit": _git("rev-parse", "HEAD"),
         "tested_tree_clean": _git("status", "--porcelain", "--untracked-files=no") == "",
         "status": "passed" if passed else "failed",
-        "evidence_class": "live-embedded",
+        "evidence_class": "live-embedded" if stack.kube.plane is None else "live-control-plane",
         "mocked": False,
         "run": {
             "id": str(uuid.uuid4()),
@@ -123,13 +158,16 @@ def build_record(
             "finished_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         },
-        "backend": backend(),
-        "versions": versions(bin_dir),
+        "backend": backend(stack.kube),
+        "versions": versions(bin_dir, stack.kube),
         "interfaces": INTERFACES,
         "supported_versions": SUPPORTED_VERSIONS,
         "cases": cases,
         "metrics": {k: v for k, v in sorted(metrics.items()) if "restore_outcomes_by_type" in k},
-        "remaining_limitations": LIMITATIONS,
+        "remaining_limitations": [
+            EMULATOR_LIMITATION if stack.kube.plane is None else CONTROL_PLANE_LIMITATION,
+            *LIMITATIONS,
+        ],
     }
 
 

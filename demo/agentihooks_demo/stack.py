@@ -1,9 +1,12 @@
-"""The demo's running system: a private redis-server, the emulated API, the operator and its control API.
+"""The demo's running system: a private redis-server, a Kubernetes API, the operator and its control API.
 
 :func:`start_stack` starts each as a real process (in its own process group)
-and waits until each answers; :class:`Stack` then offers what the stories
-need: the API's URL and operator token, an HTTP client, the ``agentihooks``
-CLI run as a process, and the checkpoint store folder the operator reads.
+and waits until each answers. The Kubernetes API is kmock's emulator by
+default, or with ``control_plane`` a real etcd, kube-apiserver and
+kube-controller-manager (:mod:`agentihooks_demo.localcluster`). :class:`Stack`
+then offers what the stories need: the API (:class:`KubeApi`), the control
+API's URL and operator token, an HTTP client, the ``agentihooks`` CLI run as
+a process, and the checkpoint store folder the operator reads.
 """
 
 from __future__ import annotations
@@ -14,13 +17,21 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from .procs import Processes, free_port, wait_for
+
+if TYPE_CHECKING:
+    from .controlplane import ControlPlane
+    from .kubelet import PodApi
+
+EMBEDDED = (
+    "Kubernetes API: embedded emulator (kmock) — not a real API server; use --control-plane for a real one"
+)
 
 
 class StackError(RuntimeError):
@@ -28,12 +39,37 @@ class StackError(RuntimeError):
 
 
 @dataclass
+class KubeApi:
+    """The Kubernetes API the demo runs on, and how the operator logs in to it."""
+
+    url: str
+    #: The operator's kubeconfig (the emulator's; or the chart ServiceAccount's token only).
+    kubeconfig: Path
+    namespace: str
+    #: The real control plane, or ``None`` for the emulator.
+    plane: ControlPlane | None = None
+    #: What each control-plane binary reports (``--version``), and the helm that rendered the RBAC.
+    versions: dict[str, str] = field(default_factory=dict)
+    #: The operator's identity on a real API server.
+    operator_user: str = ""
+
+    def pod_api(self) -> PodApi:
+        """The simulated kubelet's adapter for this API (call it on the running event loop)."""
+        from .kubelet import EmulatedApi
+
+        if self.plane is None:
+            return EmulatedApi(self.url, self.namespace)
+        from .node import RealApi
+
+        return RealApi(self.plane, self.namespace)
+
+
+@dataclass
 class Stack:
     workdir: Path
     procs: Processes
     redis_url: str
-    kube_url: str
-    kubeconfig: Path
+    kube: KubeApi
     control_url: str
     token_file: Path
     checkpoints: Path
@@ -107,7 +143,33 @@ def preflight() -> None:
         raise StackError(f"not found on PATH: {', '.join(missing)}; run `make install` first")
 
 
-def start_stack(workdir: Path, procs: Processes, say: Any = print) -> Stack:
+def start_emulator(workdir: Path, procs: Processes, env: dict[str, str], say: Any = print) -> KubeApi:
+    """kmock's emulator as its own process, and a kubeconfig pointing at it."""
+    kube_port = free_port()
+    kubeconfig = workdir / "kubeconfig"
+    procs.start(
+        "kubernetes-api",
+        [
+            sys.executable,
+            "-m",
+            "agentihooks_demo.emulator",
+            "--port",
+            str(kube_port),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        env=env,
+        log=workdir / "logs" / "kubernetes-api.log",
+    )
+    kube_url = f"http://127.0.0.1:{kube_port}"
+    wait_for(
+        lambda: _alive(procs, "kubernetes-api") or kubeconfig.exists(), timeout=30, what="kmock emulator"
+    )
+    say(f"[start] Kubernetes API (kmock emulator, no real cluster) at {kube_url}")
+    return KubeApi(kube_url, kubeconfig, "default")
+
+
+def start_stack(workdir: Path, procs: Processes, say: Any = print, *, control_plane: bool = False) -> Stack:
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIHOOKS_")}
@@ -138,27 +200,12 @@ def start_stack(workdir: Path, procs: Processes, say: Any = print) -> Stack:
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     say(f"[start] redis-server (private, AOF on) at {redis_url}")
 
-    kube_port = free_port()
-    kubeconfig = workdir / "kubeconfig"
-    procs.start(
-        "kubernetes-api",
-        [
-            sys.executable,
-            "-m",
-            "agentihooks_demo.emulator",
-            "--port",
-            str(kube_port),
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        env=env,
-        log=logs / "kubernetes-api.log",
-    )
-    kube_url = f"http://127.0.0.1:{kube_port}"
-    wait_for(
-        lambda: _alive(procs, "kubernetes-api") or kubeconfig.exists(), timeout=30, what="kmock emulator"
-    )
-    say(f"[start] Kubernetes API (kmock emulator, no real cluster) at {kube_url}")
+    if control_plane:
+        from .localcluster import start_control_plane
+
+        kube = start_control_plane(workdir, procs, say)
+    else:
+        kube = start_emulator(workdir, procs, env, say)
 
     token_file = workdir / "operator-token"
     token_file.write_text("op-" + secrets.token_urlsafe(24) + "\n")
@@ -169,10 +216,10 @@ def start_stack(workdir: Path, procs: Processes, say: Any = print) -> Stack:
     checkpoints.mkdir(exist_ok=True)
     operator_env = {
         **env,
-        "KUBECONFIG": str(kubeconfig),
+        "KUBECONFIG": str(kube.kubeconfig),
         "AGENTIHOOKS_REDIS_URL": redis_url,
         "AGENTIHOOKS_OPERATOR_ID": "demo-operator",
-        "AGENTIHOOKS_NAMESPACES": "default",
+        "AGENTIHOOKS_NAMESPACES": kube.namespace,
         "AGENTIHOOKS_SCAN_NAMESPACES": "false",
         "AGENTIHOOKS_LEASE_MS": "5000",
         "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
@@ -191,7 +238,7 @@ def start_stack(workdir: Path, procs: Processes, say: Any = print) -> Stack:
         what="operator's control API",
     )
     say(f"[start] agentihooks-operator (kopf, standalone) with its control API at {control_url}")
-    return Stack(workdir, procs, redis_url, kube_url, kubeconfig, control_url, token_file, checkpoints)
+    return Stack(workdir, procs, redis_url, kube, control_url, token_file, checkpoints)
 
 
 def demo_repository(path: Path) -> Path:

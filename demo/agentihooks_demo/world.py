@@ -1,6 +1,6 @@
 """What both stories share: the running stack plus the simulated kubelet, and ways to wait on them.
 
-A :class:`World` creates the Swarm through the emulated API, reads Pods,
+A :class:`World` creates the Swarm through the Kubernetes API, reads Pods,
 status cards, checkpoints and metrics through the control API, and waits
 (with a deadline and a message naming what it waited for) until the
 operator and the workers have done their part.
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .cluster import SWARMS
 from .kubelet import PodRun, SimulatedKubelet
+from .node import MERGE
 from .stack import Stack
 
 T = TypeVar("T")
-SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/default/swarms"
 
 
 class StoryFailed(AssertionError):
@@ -38,19 +38,16 @@ class World:
         self.say(f"[{time.monotonic() - self.started:5.1f}s] {text}")
 
     async def create_swarm(self, spec: dict[str, Any]) -> None:
+        ns = self.kubelet.namespace
         body = {
             "apiVersion": "agentihooks.io/v1alpha1",
             "kind": "Swarm",
-            "metadata": {
-                "name": self.swarm,
-                "namespace": "default",
-                "uid": str(uuid.uuid4()),
-                "resourceVersion": "1",
-            },
+            "metadata": self.kubelet.api.creatable({"name": self.swarm, "namespace": ns}),
             "spec": spec,
         }
-        r = await self.kubelet.http.post(SWARMS, json=body)
-        r.raise_for_status()
+        r = await self.kubelet.http.post(SWARMS.format(ns=ns), json=body)
+        if r.status_code >= 400:
+            raise StoryFailed(f"Swarm {self.swarm} refused: {r.status_code} {r.text}")
 
     async def until(
         self, check: Callable[[], Awaitable[T | None] | T | None], what: str, within: float = 45.0
@@ -131,11 +128,16 @@ class World:
 
     async def annotate(self, run: PodRun, annotations: dict[str, str]) -> None:
         r = await self.kubelet.http.patch(
-            f"/api/v1/namespaces/default/pods/{run.name}",
+            f"/api/v1/namespaces/{self.kubelet.namespace}/pods/{run.name}",
             json={"metadata": {"annotations": annotations}},
-            headers={"Content-Type": "application/merge-patch+json"},
+            headers=MERGE,
         )
         r.raise_for_status()
+
+    async def secret(self, name: str) -> dict[str, Any]:
+        r = await self.kubelet.http.get(f"/api/v1/namespaces/{self.kubelet.namespace}/secrets/{name}")
+        r.raise_for_status()
+        return dict(r.json())
 
 
 def expect(ok: bool, message: str) -> None:

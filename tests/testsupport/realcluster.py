@@ -9,127 +9,46 @@ ServiceAccount, so every call it makes is authorized by the chart's rules and
 nothing else: a missing verb is a real 403. The audit log tells which calls
 the operator made (by identity), which is what the RBAC test compares with
 the chart. :class:`RealCluster` offers the same helpers as the emulator's
-``Cluster`` so scenarios run on either.
+``Cluster`` so scenarios run on either. The set-up steps (CRD, namespace,
+chart RBAC, token) are the demo's :mod:`agentihooks_demo.cluster`, which
+``make demo DEMO_ARGS=--control-plane`` and ``make evidence`` use too.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
+from agentihooks_demo.cluster import (
+    CRD_FILE,
+    RBAC_KINDS,
+    RESTRICTED,
+    SWARMS,
+    apply,
+    chart_rbac,
+    collection,
+    create_namespace,
+    install_crd,
+    service_account_token,
+)
 
 from .controlplane import ControlPlane, write_kubeconfig
-from .helm import CHART, Helm
+from .helm import Helm
 
-SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
-CRD_FILE = CHART / "crds" / "swarms.agentihooks.io.yaml"
-RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
-RESTRICTED = {
-    "pod-security.kubernetes.io/enforce": "restricted",
-    "pod-security.kubernetes.io/enforce-version": "latest",
-}
-
-_COLLECTIONS = {
-    "Namespace": "/api/v1/namespaces",
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "Secret": "/api/v1/namespaces/{ns}/secrets",
-    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
-    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
-    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-    "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-}
-
-
-def collection(doc: dict[str, Any], namespace: str | None = None) -> str:
-    ns = (doc.get("metadata") or {}).get("namespace") or namespace or "default"
-    return _COLLECTIONS[doc["kind"]].format(ns=ns)
-
-
-def apply(http: httpx.Client, doc: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
-    """Create ``doc``, or replace it when it exists (what ``kubectl apply`` amounts to here)."""
-    path = collection(doc, namespace)
-    r = http.post(path, json=doc)
-    if r.status_code == 409:
-        name = doc["metadata"]["name"]
-        current = http.get(f"{path}/{name}").json()
-        doc = {
-            **doc,
-            "metadata": {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
-        }
-        r = http.put(f"{path}/{name}", json=doc)
-    if r.status_code >= 400:
-        raise AssertionError(f"{doc['kind']} {doc['metadata'].get('name')}: {r.status_code} {r.text}")
-    return dict(r.json())
-
-
-def install_crd(plane: ControlPlane) -> None:
-    """Apply the chart's Swarm CRD and wait until the API server serves it."""
-    doc = yaml.safe_load(CRD_FILE.read_text())
-    with plane.client() as http:
-        apply(http, doc)
-        name = doc["metadata"]["name"]
-        deadline = time.monotonic() + 30
-        while True:
-            conds = (http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()).get(
-                "status", {}
-            ).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError("the Swarm CRD was never Established")
-            time.sleep(0.1)
-        while http.get(SWARMS.format(ns="default")).status_code != 200:
-            time.sleep(0.1)
-
-
-def create_namespace(plane: ControlPlane, name: str, *, restricted: bool = True) -> None:
-    """A namespace (Pod Security ``restricted`` enforced) with its default ServiceAccount made."""
-    labels = dict(RESTRICTED) if restricted else {}
-    with plane.client() as http:
-        apply(http, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-        deadline = time.monotonic() + 30
-        while http.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").status_code != 200:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no default ServiceAccount in {name}")
-            time.sleep(0.1)
-
-
-def chart_rbac(helm: Helm, release: str, namespace: str, values: dict[str, Any] | None = None) -> list[dict]:
-    """The chart's RBAC objects for a release in ``namespace`` watching that namespace."""
-    res = helm.run(
-        "template",
-        release,
-        str(CHART),
-        "--namespace",
-        namespace,
-        "--set",
-        f"rbac.watchNamespaces={{{namespace}}}",
-        *[a for k, v in (values or {}).items() for a in ("--set", f"{k}={v}")],
-    )
-    if res.returncode != 0:
-        raise AssertionError(f"helm template failed: {res.stderr}")
-    return [d for d in res.docs() if d.get("kind") in RBAC_KINDS]
-
-
-def service_account_token(plane: ControlPlane, namespace: str, name: str, seconds: int = 7200) -> str:
-    """A token for the ServiceAccount from the TokenRequest API (what a projected volume holds)."""
-    with plane.client() as http:
-        r = http.post(
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            json={
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {"expirationSeconds": seconds},
-            },
-        )
-        r.raise_for_status()
-        return str(r.json()["status"]["token"])
+__all__ = [
+    "CRD_FILE",
+    "RBAC_KINDS",
+    "RESTRICTED",
+    "SWARMS",
+    "RealCluster",
+    "apply",
+    "chart_rbac",
+    "collection",
+    "create_namespace",
+    "install_crd",
+    "service_account_token",
+]
 
 
 class RealCluster:

@@ -18,6 +18,16 @@ def demo_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "FAKE_", "KUBECONFIG"))}
 
 
+def requires_control_plane() -> None:
+    """``--control-plane`` and ``--evidence`` need the control-plane binaries and the pinned helm: skip
+    (fail under CI) naming what is missing, as the other real-control-plane tests do."""
+    from testsupport.controlplane import find_binaries
+    from testsupport.helm import find_tool
+
+    find_binaries()
+    find_tool("helm")
+
+
 def run_demo(*args: str, timeout: float = 170) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         demo_argv(*args),

@@ -4,22 +4,32 @@ The demo's own ``--ci`` checks (replacements, continuity, refusals, metrics)
 make it exit non-zero on any wrong outcome; this test also reads what it
 printed and checks that every process it started is gone afterwards, both
 after a normal run and after Ctrl-C while ``--keep`` holds everything up.
+The same story runs on the embedded emulator (the default) and on the real
+control plane (``--control-plane``), where the API server's audit log also
+shows what the operator and the simulated kubelet did through it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .conftest import REPO, demo_argv, demo_env, processes_using, run_demo
+from .conftest import REPO, demo_argv, demo_env, processes_using, requires_control_plane, run_demo
 
 pytestmark = pytest.mark.slow
+
+EMBEDDED = (
+    "Kubernetes API: embedded emulator (kmock) — not a real API server; use --control-plane for a real one"
+)
+NAMESPACE = "agentihooks-demo"
 
 
 def test_demo_story_outcomes_and_nothing_left_running(tmp_path: Path) -> None:
@@ -27,6 +37,58 @@ def test_demo_story_outcomes_and_nothing_left_running(tmp_path: Path) -> None:
     done = run_demo("--ci", "--workdir", str(work))
     out = done.stdout
     assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert EMBEDDED in out.splitlines()[:3]
+    check_story(out, work)
+    assert not (work / "control-plane").exists()
+
+
+@pytest.mark.timeout(900)
+def test_demo_story_on_the_real_control_plane(tmp_path: Path) -> None:
+    """``--control-plane --ci``: the same story on etcd + kube-apiserver + kube-controller-manager, the
+    operator holding only the chart's RBAC as its ServiceAccount, Pods bound and finished by the kubelet."""
+    requires_control_plane()
+    work = tmp_path / "demo"
+    done = run_demo("--control-plane", "--ci", "--workdir", str(work), timeout=840)
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "Kubernetes API: real control plane on loopback" in out.splitlines()[1]
+    assert "kmock" not in out
+    versions = re.search(r"\[start\] control plane at https://127\.0\.0\.1:\d+: (.*)", out)
+    assert versions is not None, out[:3000]
+    assert re.search(r"etcd: etcd Version: 3\.\d+\.\d+", versions.group(1))
+    assert re.search(r"kube-apiserver: Kubernetes v1\.\d+\.\d+", versions.group(1))
+    assert re.search(r"kube-controller-manager: Kubernetes v1\.\d+\.\d+", versions.group(1))
+    assert f"namespace {NAMESPACE} enforces Pod Security 'restricted'" in out
+    assert "SIMULATED kubelet (real kube-apiserver)" in out
+    check_story(out, work)
+    assert not (work / "control-plane" / "etcd-data").exists(), "etcd's data is removed at the end"
+
+    calls: Counter[tuple[str, str, str, int]] = Counter()
+    for line in (work / "control-plane" / "audit.log").read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", "") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        code = int((event.get("responseStatus") or {}).get("code") or 0)
+        calls[(event["user"]["username"], event["verb"], resource, code)] += 1
+    operator = f"system:serviceaccount:{NAMESPACE}:"
+    by_operator = {(v, r, c) for (u, v, r, c) in calls if u.startswith(operator)}
+    assert ("create", "pods", 201) in by_operator and ("delete", "pods", 200) in by_operator
+    assert not [call for call in by_operator if call[2] == 403], f"RBAC refused the operator: {by_operator}"
+    users = {u for (u, *_rest) in calls}
+    assert all(u == "envtest-admin" or u.startswith(operator) for u in users), users
+    kubelet = {(v, r, c) for (u, v, r, c) in calls if u == "envtest-admin"}
+    # eight worker Pods (four seats, two generations) bound to the registered Node, statuses through
+    # the status subresource, the node's Lease renewed, and the graceful deletion of the Pod whose
+    # image could not be pulled finished by the kubelet
+    assert calls[("envtest-admin", "create", "pods/binding", 201)] == 8
+    assert {("create", "nodes", 201), ("patch", "pods/status", 200), ("patch", "leases", 200)} <= kubelet
+    assert ("delete", "pods", 200) in kubelet
+    assert processes_using(work) == []
+
+
+def check_story(out: str, work: Path) -> None:
+    """What the story printed (continuity per seat, the refusal, the status table, the metrics) and
+    that everything it started is gone."""
     assert "the kubelet is SIMULATED" in out
     assert "demo --ci: every outcome of the story checked" in out
     # eng-1 resumed natively without asking, eng-2 reconstructed after the CLI decision, eng-3 fresh

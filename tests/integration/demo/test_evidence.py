@@ -2,7 +2,8 @@
 
 The record's run id is the one the run printed; every checkpoint input's
 sha256 is recomputed from the manifest bytes left in the run's own store; the
-five cases are there with their expected and observed outcomes.
+five cases are there with their expected and observed outcomes; the backend
+is the real control plane, named by the versions its binaries report.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, processes_using, run_demo
+from .conftest import REPO, processes_using, requires_control_plane, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -32,10 +33,12 @@ CASES = {
 }
 
 
+@pytest.mark.timeout(900)
 def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
+    requires_control_plane()
     out = tmp_path / "SV2-CKP-05" / "result.json"
     work = tmp_path / "work"
-    done = run_demo("--evidence", str(out), "--workdir", str(work))
+    done = run_demo("--evidence", str(out), "--workdir", str(work), timeout=840)
     assert done.returncode == 0, done.stdout[-4000:]
     record = json.loads(out.read_text())
     printed = re.search(r"evidence record: .* \(run ([0-9a-f-]{36}), status passed\)", done.stdout)
@@ -46,8 +49,19 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
     assert record["status"] == "passed" and record["package_complete"] is True
     for key in ("evidence_class", "interfaces", "supported_versions", "remaining_limitations", "versions"):
         assert record[key]
-    assert "kmock" in record["backend"]["kubernetes_api"] and "simulated" in record["backend"]["kubelet"]
+    backend = record["backend"]
+    assert "real control plane" in backend["kubernetes_api"] and "simulated" in backend["kubelet"]
+    assert record["evidence_class"] == "live-control-plane" and "kmock" not in json.dumps(backend)
+    # the versions the binaries themselves report, as the run printed them
+    plane = backend["control_plane"]
+    assert set(plane) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+    assert re.fullmatch(r"etcd Version: 3\.\d+\.\d+", plane["etcd"])
+    assert re.fullmatch(r"Kubernetes v1\.\d+\.\d+", plane["kube-apiserver"])
+    assert plane["kube-controller-manager"] == plane["kube-apiserver"]
+    assert ", ".join(f"{k}: {v}" for k, v in plane.items()) in done.stdout
+    assert backend["operator_identity"].startswith("system:serviceaccount:agentihooks-demo:")
     assert record["versions"]["redis-server"].startswith("Redis server v=")
+    assert record["versions"]["helm"].startswith("v")
 
     cases = {c["id"]: c for c in record["cases"]}
     assert set(cases) == set(CASES)
