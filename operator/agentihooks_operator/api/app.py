@@ -19,6 +19,7 @@ from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
 from .params import check_query
+from .refusal_log import log_refusals
 from .routes import ROUTES
 from .state import ApiState
 
@@ -93,7 +94,9 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
 
     ``body_timeout``: seconds a JSON body may take to arrive (for uploads, the longest pause).
     """
-    app = web.Application(middlewares=[problems, authenticate, check_query], client_max_size=64 * 1024)
+    app = web.Application(
+        middlewares=[log_refusals, problems, authenticate, check_query], client_max_size=64 * 1024
+    )
     app[STATE] = state
     app[BODY_TIMEOUT] = body_timeout
     app.on_response_prepare.append(add_api_headers)

@@ -30,6 +30,7 @@ from .common import (
     valid_execution,
 )
 from .errors import HttpProblem, forbidden, invalid_execution, unknown_execution, unknown_seat
+from .refusal_log import REQUEST_EXECUTION
 from .registry import SwarmEntry
 from .schemas import DecisionAnswer, DecisionRequest, SeatRequest
 
@@ -89,8 +90,7 @@ async def restore_decision(request: web.Request) -> web.Response:
         result = await blocking(
             entry.recovery.decide, execution, body.choice, caller.decided_by, spec=entry.spec
         )
-    except RecoveryRefused as e:
-        log.warning("controller: the recovery request for %s was refused: %s", execution, e.message)
+    except RecoveryRefused as e:  # logged with every other refusal by the refusal_log middleware
         raise refused(e) from e
     except LeaseLost:
         await blocking(entry.recovery.record_request, execution, body.choice, caller.decided_by)
@@ -118,6 +118,7 @@ async def restore_request(request: web.Request) -> web.Response:
     execution = await blocking(state.handoff_of, entry, seat)
     if execution is None:
         raise HttpProblem(409, "not_pending", NOT_PENDING)
+    request[REQUEST_EXECUTION] = execution  # names it in the refusal line
     decision = await blocking(state.decision, entry, execution)
     if decision is None:
         raise HttpProblem(409, "not_pending", NOT_PENDING)
