@@ -41,11 +41,13 @@ import logging
 import re
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from agentihooks_operator.recovery.keys import SwarmKeys
@@ -165,11 +167,52 @@ async def _restart_api_server_while_held(cluster: Cluster, gate: Gate) -> tuple[
     down = datetime.now(tz=UTC)
     await asyncio.to_thread(plane.stop_process, "kube-apiserver")
     assert _port_closed(plane.port), "kube-apiserver is down"
-    gate.opened.set()  # the operator's next calls meet a server that is down
-    await asyncio.sleep(3)  # down_seconds of restart_apiserver
-    await asyncio.to_thread(plane.start_apiserver)
-    await asyncio.to_thread(plane.wait_ready)
+    try:
+        gate.opened.set()  # the operator's next calls meet a server that is down
+        await asyncio.sleep(3)  # down_seconds of restart_apiserver
+    finally:
+        await asyncio.to_thread(plane.start_apiserver)
+        await asyncio.to_thread(plane.wait_ready)
     return down, datetime.now(tz=UTC)
+
+
+async def _controllers_recovered(cluster: Cluster) -> None:
+    """Wait until kube-controller-manager works again after the restart (the session shares it).
+
+    Its watches were refused or cut while the API server restarted and come back with a backoff:
+    a new namespace gets its default ServiceAccount, and the garbage collector deletes a
+    ConfigMap whose owner was deleted, before the next test needs either.
+    """
+    http = cluster.http
+    probe = f"probe-{uuid.uuid4().hex[:8]}"
+    (await http.post("/api/v1/namespaces", json={"metadata": {"name": probe}})).raise_for_status()
+    try:
+        sa = f"/api/v1/namespaces/{probe}/serviceaccounts/default"
+        await eventually(
+            lambda: _exists(http, sa), timeout=180, interval=0.5, what="the ServiceAccount controller back"
+        )
+        cms = f"/api/v1/namespaces/{probe}/configmaps"
+        owner = (await http.post(cms, json={"metadata": {"name": "owner"}})).json()
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+        body = {"metadata": {"name": "dependent", "ownerReferences": [ref]}}
+        (await http.post(cms, json=body)).raise_for_status()
+        (await http.delete(f"{cms}/owner")).raise_for_status()
+        await eventually(
+            lambda: _gone(http, f"{cms}/dependent"),
+            timeout=180,
+            interval=0.5,
+            what="the garbage collector back",
+        )
+    finally:
+        await http.delete(f"/api/v1/namespaces/{probe}")
+
+
+async def _exists(http: httpx.AsyncClient, path: str) -> bool:
+    return (await http.get(path)).status_code == 200
+
+
+async def _gone(http: httpx.AsyncClient, path: str) -> bool:
+    return (await http.get(path)).status_code == 404
 
 
 def _denials(cluster: Cluster) -> list[tuple[datetime, tuple[str, str, str]]]:
@@ -195,35 +238,42 @@ async def test_api_server_restarted_mid_recovery(
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     gate = Gate(point, nth)
-    with _client_retries() as lines:
-        # A lease longer than the outage: the hold and the restart must not hand the swarm over.
-        async with running_operator(cluster, redis_url, operator_id="op-a", faults=gate, lease_ms=60000):
-            await cluster.create_swarm("example", swarm_spec(interval=0.3))
-            first = await running_seat(cluster, kubelet, "example")
-            lost = eid(first)
-            await kubelet.set_status(first["metadata"]["name"], kl.oom_killed())
-            if nth == 2:  # held in the replacement's launch: choose fresh (the CLI's way) to get there
-                await fenced(redis_url, "example", lost)
-                await eventually(lambda: _awaiting(cluster), what="awaiting decision")
-                assert choose(redis_url, "example", lost, "fresh")
-            down, ready = await _restart_api_server_while_held(cluster, gate)
-            if nth == 1:
-                await eventually(lambda: _awaiting(cluster), timeout=60, what="awaiting decision")
-                assert choose(redis_url, "example", lost, "fresh")
-            second = await replacement(cluster, "example", 2)
-            await running_seat(cluster, kubelet, "example", generation=2)
-            await eventually(
-                lambda: _status(cluster, running=1, awaitingDecision=0, recovering=1),
-                timeout=60,
-                what="status after the restart",
-            )
-            # kopf's watches are back: a Swarm made now is seen (no timer finds new Swarms), and with a
-            # ten-minute pass interval its Pod's status change is published only through the Pod watch.
-            await cluster.create_swarm("later", swarm_spec(interval=600))
-            later = await eventually(lambda: cluster.pods("later"), timeout=60, what="the new Swarm's Pod")
-            await eventually(lambda: _status(cluster, "later", running=0), what="the new Swarm's status")
-            await kubelet.set_status(later[0]["metadata"]["name"], kl.running(), node_name="kind-worker")
-            await eventually(lambda: _status(cluster, "later", running=1), what="a pass from the Pod watch")
+    try:
+        with _client_retries() as lines:
+            # A lease longer than the outage: the hold and the restart must not hand the swarm over.
+            async with running_operator(cluster, redis_url, operator_id="op-a", faults=gate, lease_ms=60000):
+                await cluster.create_swarm("example", swarm_spec(interval=0.3))
+                first = await running_seat(cluster, kubelet, "example")
+                lost = eid(first)
+                await kubelet.set_status(first["metadata"]["name"], kl.oom_killed())
+                if nth == 2:  # held in the replacement's launch: choose fresh (the CLI's way) to get there
+                    await fenced(redis_url, "example", lost)
+                    await eventually(lambda: _awaiting(cluster), what="awaiting decision")
+                    assert choose(redis_url, "example", lost, "fresh")
+                down, ready = await _restart_api_server_while_held(cluster, gate)
+                if nth == 1:
+                    await eventually(lambda: _awaiting(cluster), timeout=60, what="awaiting decision")
+                    assert choose(redis_url, "example", lost, "fresh")
+                second = await replacement(cluster, "example", 2)
+                await running_seat(cluster, kubelet, "example", generation=2)
+                await eventually(
+                    lambda: _status(cluster, running=1, awaitingDecision=0, recovering=1),
+                    timeout=60,
+                    what="status after the restart",
+                )
+                # kopf's watches are back: a Swarm made now is seen (no timer finds new Swarms), and with a
+                # ten-minute pass interval its Pod's status change is published only through the Pod watch.
+                await cluster.create_swarm("later", swarm_spec(interval=600))
+                later = await eventually(
+                    lambda: cluster.pods("later"), timeout=60, what="the new Swarm's Pod"
+                )
+                await eventually(lambda: _status(cluster, "later", running=0), what="the new Swarm's status")
+                await kubelet.set_status(later[0]["metadata"]["name"], kl.running(), node_name="kind-worker")
+                await eventually(
+                    lambda: _status(cluster, "later", running=1), what="a pass from the Pod watch"
+                )
+    finally:  # the session shares the control plane: leave it working
+        await _controllers_recovered(cluster)
 
     # The outage was met: the client retried, or the pass failed and was run again.
     assert any("try 2 of" in line or "failed" in line for line in lines), lines
