@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 State = Literal["pending", "running", "succeeded", "failed", "gone"]
@@ -134,6 +134,31 @@ def _pod_says_node_lost(pod: Mapping[str, Any]) -> bool:
     )
 
 
+def _deleted_while_running(pod: Mapping[str, Any]) -> bool:
+    """Someone deleted the Pod (no eviction, no taint) before its containers had ended.
+
+    Its containers are then stopped whatever they exit with: a worker that
+    captures and exits 0 on SIGTERM did not finish its task. Such an attempt is
+    lost like a Pod that vanished. A container that had finished before the
+    deletion was asked for (``deletionTimestamp`` less the grace period) keeps
+    its own outcome.
+    """
+    meta = pod.get("metadata") or {}
+    deadline = _parse_time(meta.get("deletionTimestamp"))
+    if deadline is None:
+        return False
+    asked = deadline - timedelta(seconds=float(meta.get("deletionGracePeriodSeconds") or 0))
+    ended: list[datetime | None] = []
+    for cs in _statuses(pod):
+        state = cs.get("state") or {}
+        if "terminated" not in state:
+            return True  # still running (or waiting) when the deletion was asked for
+        ended.append(_parse_time((state.get("terminated") or {}).get("finishedAt")))
+    if not ended or any(t is None for t in ended):
+        return True
+    return max(t for t in ended if t is not None) >= asked
+
+
 def classify(
     pod: Mapping[str, Any] | None,
     *,
@@ -161,7 +186,7 @@ def classify(
         and phase in {"Pending", "Running"}
         and node_lost(node, node_known=node_known, now=now, after_s=node_lost_after_s)
     )
-    if disruption == "node_lost" or _pod_says_node_lost(pod) or lost_node:
+    if disruption == "node_lost" or _pod_says_node_lost(pod) or lost_node or _deleted_while_running(pod):
         return Verdict("failed", "node_lost")
     if _pull_failure(pod):
         return Verdict("pending", pull_failure=True)

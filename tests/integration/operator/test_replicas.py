@@ -16,7 +16,7 @@ from testsupport.realcluster import RealCluster as Cluster
 from testsupport.redis_server import RedisServer
 
 from .conftest import swarm_spec
-from .flows import choose, eid, fenced, replacement, running_seat
+from .flows import choose, eid, fenced, pod_gone, replacement, running_seat
 
 WRITES = {"create", "patch", "update", "delete"}
 
@@ -70,6 +70,7 @@ async def test_pod_deleted_while_no_operator_ran_is_still_fenced(
         await cluster.create_swarm("example", swarm_spec(interval=0.2))
         first = await running_seat(cluster, kubelet, "example")
     await kubelet.delete(first["metadata"]["name"])  # nobody watching: no pass ever sees it go
+    await eventually(lambda: pod_gone(cluster, eid(first)), what="the deleted Pod removed by its kubelet")
     async with running_operator(cluster, redis_url, operator_id="op-b", lease_ms=1000):
         record = await fenced(redis_url, "example", eid(first))
         assert record.reason == "node_lost"

@@ -140,3 +140,39 @@ def test_pull_grace() -> None:
 
 def test_empty_status_is_pending() -> None:
     assert classify({"metadata": {"name": "x"}}, now=NOW) == Verdict("pending")
+
+
+def _deleted(status: dict, *, asked: timedelta, grace: int = 30) -> dict:
+    """A Pod whose deletion was asked for ``asked`` after NOW, with ``grace`` seconds to stop."""
+    pod = k.pod(status)
+    pod["metadata"]["deletionTimestamp"] = (NOW + asked + timedelta(seconds=grace)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    pod["metadata"]["deletionGracePeriodSeconds"] = grace
+    return pod
+
+
+@pytest.mark.parametrize(
+    "status",
+    [k.running(), k.succeeded(), k.application_exit(143)],
+    ids=["still-running", "exited-0-on-sigterm", "exited-143-on-sigterm"],
+)
+def test_a_pod_deleted_while_it_ran_is_lost_whatever_it_exits_with(status: dict) -> None:
+    """The containers ended at NOW, the deletion was asked for at NOW: the deletion stopped them."""
+    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("failed", "node_lost")
+
+
+def test_a_pod_that_ended_before_its_deletion_keeps_its_own_outcome() -> None:
+    later = timedelta(minutes=5)
+    assert classify(_deleted(k.succeeded(), asked=later), now=NOW) == Verdict("succeeded")
+    assert classify(_deleted(k.application_exit(70), asked=later), now=NOW) == Verdict(
+        "failed", "application_exit"
+    )
+
+
+def test_an_eviction_with_a_deletion_stays_an_eviction() -> None:
+    status = k.running()
+    status["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+    )
+    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("failed", "evicted")
