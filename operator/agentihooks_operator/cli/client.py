@@ -39,6 +39,20 @@ def _message(resp: httpx.Response) -> tuple[str, str]:
         return "", resp.reason_phrase or f"HTTP {resp.status_code}"
 
 
+#: 404 codes whose name the CLI can read back from its own request path (segment after ``part``).
+_NAMED = {"unknown_swarm": ("swarms", "swarm"), "unknown_seat": ("seats", "seat")}
+
+
+def _path_part(resp: httpx.Response, part: str) -> str | None:
+    try:
+        segments = resp.request.url.path.split("/")
+    except RuntimeError:  # a response built without its request
+        return None
+    if part in segments and segments.index(part) + 1 < len(segments):
+        return segments[segments.index(part) + 1] or None
+    return None
+
+
 class ControlClient:
     def __init__(self, url: str | None, token: str | None, *, timeout: float = 30.0) -> None:
         if not url:
@@ -64,6 +78,12 @@ class ControlClient:
             return CliError(f"the controller did not accept the token ({message or code})")
         if resp.status_code == 403:
             return CliError("forbidden_scope: this token may not do that")
+        if resp.status_code == 404 and code in _NAMED:
+            # The API never echoes a name back; the CLI knows which one it asked for.
+            part, what = _NAMED[code]
+            named = _path_part(resp, part)
+            if named:
+                return CliError(f"unknown {what}: {named}")
         if resp.status_code in (404, 409, 400, 413):
             return CliError(message or code)
         if resp.status_code == 503:

@@ -91,7 +91,7 @@ async def test_operator_process_serves_the_api_for_its_swarms(
         ready = await http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["redis"] is True
         denied = await http.get("/v1/swarms/example/status", headers={"Authorization": "Bearer someone-else"})
-        assert denied.status_code == 403
+        assert denied.status_code == 401, "an unknown token is not authenticated"
         metrics = (await http.get("/metrics")).text
         assert 'agentihooks_lease_held{swarm="example"} 1' in metrics
 

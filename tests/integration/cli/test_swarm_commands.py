@@ -102,7 +102,8 @@ def test_checkpoints_and_events(world: World, cli) -> None:  # type: ignore[no-u
 
 def test_errors_are_one_clear_line(world: World, cli) -> None:  # type: ignore[no-untyped-def]
     cases = [
-        (("swarm", "swarm-a", "status"), {"token": "wrong-token"}, "forbidden_scope"),
+        (("swarm", "swarm-a", "status"), {"token": "wrong-token"}, "did not accept the token"),
+        (("swarm", "swarm-a", "status"), {"token": world.tokens[MASTER_B]}, "forbidden_scope"),
         (("swarm", "swarm-a", "status"), {"token": ""}, "did not accept the token"),
         (("swarm", "nope", "status"), {"token": world.tokens["operator"]}, "unknown swarm: nope"),
         (
