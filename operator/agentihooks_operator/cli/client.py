@@ -53,6 +53,14 @@ def _path_part(resp: httpx.Response, part: str) -> str | None:
     return None
 
 
+#: Why a 401 happened, by the API's ``error`` code; any other code means an unknown token.
+_UNAUTHENTICATED = {
+    "missing_credential": "no token was sent: pass --token or set AGENTIHOOKS_TOKEN",
+    "malformed_credential": "it is not a bearer token",
+}
+_UNKNOWN = "unknown or revoked token"
+
+
 class ControlClient:
     def __init__(self, url: str | None, token: str | None, *, timeout: float = 30.0) -> None:
         if not url:
@@ -75,7 +83,11 @@ class ControlClient:
     def fail(self, resp: httpx.Response) -> CliError:
         code, message = _message(resp)
         if resp.status_code == 401:
-            return CliError(f"the controller did not accept the token ({message or code})")
+            # Authentication failed: the controller does not know this token at all. Never worded
+            # like a 403 (a known token without the right), whatever code the API puts in the body.
+            return CliError(
+                f"the controller did not accept the token ({_UNAUTHENTICATED.get(code, _UNKNOWN)})"
+            )
         if resp.status_code == 403:
             return CliError("forbidden_scope: this token may not do that")
         if resp.status_code == 404 and code in _NAMED:

@@ -3,23 +3,43 @@
 The control URL and token come from ``--control-url``/``--token`` or from
 ``AGENTIHOOKS_CONTROL_URL``/``AGENTIHOOKS_TOKEN``. ``agentihooks admin ...``
 talks to Redis instead (``--redis-url``/``AGENTIHOOKS_REDIS_URL``).
+``--version`` prints the installed package's version; ``--install-completion``
+and ``--show-completion`` are typer's shell completion.
 """
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
 
-from . import admin, recoveries, swarm
+from . import admin, listing, recoveries, swarm
 
 app = typer.Typer(
     name="agentihooks",
     help="Talk to the agentihooks recovery controller.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
+
+
+#: The distribution the ``agentihooks`` command ships in.
+DISTRIBUTION = "agentihooks-recovery"
+
+
+def package_version() -> str:
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"agentihooks {package_version()}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -35,6 +55,10 @@ def _root(
             "--token", envvar="AGENTIHOOKS_TOKEN", help="Operator or master token.", show_default=False
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     """agentihooks: restore decisions, status and recovery controls for swarms."""
     obj = ctx.ensure_object(dict)
@@ -42,7 +66,8 @@ def _root(
 
 
 recoveries.register(swarm.app)
-app.add_typer(swarm.app, name="swarm")
+listing.register(swarm.app)
+app.add_typer(swarm.app, name="swarm", cls=listing.SwarmGroup)
 admin.register(app)
 
 

@@ -40,3 +40,26 @@ def test_answers_become_one_line(status: int, body: object, expected: str) -> No
     err = c.fail(resp)
     assert expected in err.line and "\n" not in err.line and "secret-tok" not in err.line
     c.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (401, "forbidden_scope", "the controller did not accept the token (unknown or revoked token)"),
+        (401, "missing_credential", "the controller did not accept the token (no token was sent: pass"),
+        (401, "malformed_credential", "the controller did not accept the token (it is not a bearer token)"),
+        (403, "forbidden_scope", "forbidden_scope: this token may not do that"),
+    ],
+)
+def test_an_unknown_token_and_a_token_without_the_right_read_differently(
+    status: int, code: str, expected: str
+) -> None:
+    """401: the controller does not know the token; 403: it knows it, and it does not grant this."""
+    c = ControlClient("http://127.0.0.1:9", "secret-tok")
+    err = c.fail(httpx.Response(status, json={"error": code, "message": code}))
+    assert err.line.startswith(expected), err.line
+    if status == 401:
+        assert "forbidden_scope" not in err.line
+    else:
+        assert "did not accept" not in err.line
+    c.close()
