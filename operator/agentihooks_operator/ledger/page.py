@@ -20,6 +20,7 @@ SWARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 #: The only files served under ``/ledger/static/``: name → content type.
 ASSETS = {
     "ledger.js": "text/javascript; charset=utf-8",
+    "index.js": "text/javascript; charset=utf-8",
     "ledger.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
 }
@@ -29,6 +30,13 @@ ASSETS = {
 def _template() -> Template:
     text = resources.files(__package__).joinpath("templates", "ledger.html").read_text("utf-8")
     return Template(text)
+
+
+@cache
+def render_index() -> str:
+    """The shell of ``/ledger/``, the list of swarms: no data at all (``static/index.js`` reads
+    ``GET /v1/swarms`` with the signed-in token and fills the list with ``textContent`` only)."""
+    return resources.files(__package__).joinpath("templates", "index.html").read_text("utf-8")
 
 
 @cache

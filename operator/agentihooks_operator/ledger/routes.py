@@ -1,6 +1,8 @@
 """Routes of the ledger page and :func:`setup_ledger`, the one call the control API's factory makes.
 
-``GET /ledger/{swarm}`` serves the shell (no credential: it carries no data),
+``GET /ledger/`` serves the index shell (the swarms the signed-in caller may
+see, read from ``GET /v1/swarms``), ``GET /ledger/{swarm}`` a swarm's shell
+(no credential: neither carries data),
 ``GET /ledger/static/{name}`` its script and stylesheet, and
 ``GET /v1/swarms/{swarm}/ledger`` the data, for the operator and the swarm's
 registered masters only (anyone else: 403 ``forbidden_scope``).
@@ -12,7 +14,7 @@ from aiohttp import web
 
 from ..api.common import answer, blocking, operator_or_master, state_of
 from .config import LedgerConfig
-from .page import asset, render_page
+from .page import asset, render_index, render_page
 from .security import add_security_headers
 from .view import ledger_view
 
@@ -22,6 +24,10 @@ POLL_MS: web.AppKey[int] = web.AppKey("ledger_poll_ms", int)
 async def page(request: web.Request) -> web.Response:
     text = render_page(request.match_info["swarm"], request.app[POLL_MS])
     return web.Response(text=text, content_type="text/html", charset="utf-8")
+
+
+async def index(request: web.Request) -> web.Response:
+    return web.Response(text=render_index(), content_type="text/html", charset="utf-8")
 
 
 async def static(request: web.Request) -> web.Response:
@@ -41,6 +47,8 @@ def setup_ledger(app: web.Application, config: LedgerConfig | None = None) -> No
     cfg = config or LedgerConfig()
     app[POLL_MS] = round(cfg.poll_seconds * 1000)
     app.router.add_get("/ledger/static/{name}", static)
+    app.router.add_get("/ledger/", index)
+    app.router.add_get("/ledger", index)
     app.router.add_get("/ledger/{swarm}", page)
     app.router.add_get("/v1/swarms/{swarm}/ledger", data)
     app.on_response_prepare.append(add_security_headers)

@@ -13,8 +13,8 @@ from agentihooks_operator.api import ApiState, SwarmRegistry, create_app
 from agentihooks_operator.api.openapi import document
 from agentihooks_operator.recovery.models import RecoveryEvent
 
-#: Served without being API operations: the ledger page's HTML shell and its static files.
-NOT_OPERATIONS = {"/ledger/{swarm}", "/ledger/static/{name}"}
+#: Served without being API operations: the ledger pages' HTML shells (index, swarm) and static files.
+NOT_OPERATIONS = {"/ledger", "/ledger/", "/ledger/{swarm}", "/ledger/static/{name}"}
 
 
 def served() -> set[tuple[str, str]]:
