@@ -24,6 +24,7 @@ EXECUTABLES = (
     "kubectl",
     "docker",
     "export",
+    "pipx",
     "deploy/kind/",
     "./scripts/",
     "scripts/",

@@ -12,8 +12,9 @@ Each one must be one of:
 * ``make``/``python``: the target, script or test path exists and the script's
   options parse;
 * a cluster-only command (``helm``, ``kubectl``, ``docker``, the kind
-  scripts), listed in :data:`CLUSTER_ONLY` with the reason and the test that
-  covers what it acts on; the files it names must exist.
+  scripts) or a workstation install (``pipx``), listed in :data:`CLUSTER_ONLY`
+  with the reason and the test that covers what it acts on; the files it names
+  must exist.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ CLUSTER_ONLY = {
     "tests/integration/chart/test_image_wheel.py",
     "deploy/kind/": "the kind end-to-end scripts; opt-in, run by tests/e2e where a Docker engine exists",
     "export": "sets a variable for the commands after it",
+    "pipx": "installs the CLI on a workstation (needs PyPI for the dependencies); the wheel it installs is "
+    "built and opened by tests/integration/chart/test_dist.py, and its `agentihooks` console script is "
+    "the one every CLI test and this test run",
 }
 MAKE_TARGETS = {
     "test": "CI's own command (.ci/run): install, lint, typecheck, pytest",
