@@ -38,23 +38,32 @@ class Case:
     expected: dict[str, Any]
     inputs: list[dict[str, Any]] = field(default_factory=list)
     observed: dict[str, Any] = field(default_factory=dict)
+    #: Why the case could not run (then it is recorded ``skipped``, never passed).
+    skipped: str | None = None
 
     def add_input(self, name: str, data: bytes, **extra: Any) -> None:
         self.inputs.append({"name": name, "sha256": sha256_bytes(data), "bytes": len(data), **extra})
 
     @property
     def passed(self) -> bool:
-        return all(self.observed.get(k) == v for k, v in self.expected.items())
+        return self.skipped is None and all(self.observed.get(k) == v for k, v in self.expected.items())
+
+    @property
+    def result(self) -> str:
+        return "skipped" if self.skipped is not None else "pass" if self.passed else "fail"
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "title": self.title,
             "inputs": self.inputs,
             "expected": self.expected,
             "observed": self.observed,
-            "result": "pass" if self.passed else "fail",
+            "result": self.result,
         }
+        if self.skipped is not None:
+            out["skip_reason"] = self.skipped
+        return out
 
 
 class CaseRunner:

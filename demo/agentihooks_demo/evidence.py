@@ -17,6 +17,13 @@ ServiceAccount, real worker processes under the simulated kubelet):
 * ``duplicate`` - waits after an image-pull failure; the same resume request is
   posted three times (once, then twice at once); one replacement, native.
 
+Then the real-harness cases (:mod:`agentihooks_demo.realcase`): Claude Code and
+Codex themselves, at the pinned versions, hold a conversation against a
+loopback model API, are killed, and resume natively in a replacement worker;
+the record's ``harnesses`` section names the versions they reported and
+whether the resumed request carried the earlier turns. They run at worker
+level (no operator), and are recorded ``skipped`` where the CLIs are missing.
+
 Each case records its inputs with their sha256, what was expected and what was
 observed (continuity reported or refusal reason, replacements admitted). The
 record is written by :mod:`agentihooks_demo.record`; the cases live in
@@ -35,6 +42,8 @@ from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import PodRun, SimulatedKubelet
 from .procs import Processes
+from .realcase import harness_section, real_harness_case
+from .realresume import HARNESSES
 from .record import build_record, write_record
 from .stack import demo_repository, start_stack
 from .world import World
@@ -82,10 +91,24 @@ async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable
             )
             cases.append(case)
         metrics = await w.metrics()
+        real = []
+        for harness in HARNESSES:
+            case = await asyncio.to_thread(real_harness_case, harness, workdir, w.step)
+            shown = {k: case.observed.get(k) for k in case.expected}
+            w.step(
+                f"case {case.id}: expected {case.expected}, observed {shown} -> "
+                + (f"skipped ({case.skipped})" if case.skipped else "pass" if case.passed else "FAIL")
+            )
+            real.append(case)
     finally:
         await kubelet.stop()
     record = build_record(
-        [c.as_json() for c in cases], metrics=metrics, started=started, bin_dir=bin_dir, stack=stack
+        [c.as_json() for c in [*cases, *real]],
+        metrics=metrics,
+        started=started,
+        bin_dir=bin_dir,
+        stack=stack,
+        harnesses=harness_section(real),
     )
     write_record(out, record)
     say(f"evidence record: {out} (run {record['run']['id']}, status {record['status']})")

@@ -1,118 +1,54 @@
 """The real Claude Code and Codex CLIs from npm, installed once into a cache outside the repository.
 
-* :data:`PINNED`: the versions the worker image ships (``deploy/Dockerfile.worker``)
-  and the worker qualifies for native resume, in ``<cache>/node_modules``;
-* :data:`UNQUALIFIED`: real releases outside the qualified series, in
-  ``<cache>/unqualified/node_modules``: what a replacement would run on an image
-  that moved to another harness series (``unqualified_version``).
-
-The cache is ``$AGENTIHOOKS_NPM_CACHE`` or ``~/.cache/agentihooks-npm``; an
-install happens only when a package is missing or at another version, under a
-file lock, so concurrent test runs share one install. ``scripts/install-deps.sh``
-runs ``python -m testsupport.real_clis`` (with ``tests`` on ``PYTHONPATH``) so CI
-has them before the tests start.
-
-In tests, :func:`require` is the only entry point: it skips, saying so, where
-npm itself is missing, except under ``CI=true`` where that fails, and fails on
-any other install error.
+The pins and the install live in the demo's :mod:`agentihooks_demo.realclis`
+(``make evidence`` runs the same CLIs); this module re-exports them under the
+names the tests use, and adds what only a test does: :func:`require` skips,
+saying so, where npm itself is missing, except under ``CI=true`` where that
+fails, and fails on any other install error. ``scripts/install-deps.sh`` runs
+``python -m testsupport.real_clis`` (with ``tests`` on ``PYTHONPATH``), which
+installs the pinned and the unqualified CLIs.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
-CODEX_PACKAGE = "@openai/codex"
-PINNED = {CLAUDE_PACKAGE: "2.1.332", CODEX_PACKAGE: "0.162.1"}
-#: Published releases outside the qualified series (Claude Code 2.1.x, Codex 0.162.x).
-UNQUALIFIED = {CLAUDE_PACKAGE: "2.0.77", CODEX_PACKAGE: "0.163.0"}
-#: The executable each package installs.
-EXECUTABLES = {CLAUDE_PACKAGE: "claude", CODEX_PACKAGE: "codex"}
-#: The package of each harness name of a launch record.
-PACKAGE_OF = {"claude": CLAUDE_PACKAGE, "codex": CODEX_PACKAGE}
+from agentihooks_demo.realclis import (
+    CLAUDE_PACKAGE,
+    CODEX_PACKAGE,
+    EXECUTABLES,
+    PACKAGE_OF,
+    PINNED,
+    UNQUALIFIED,
+    InstallFailed,
+    NpmMissing,
+    cache_dir,
+    ensure,
+    executable,
+    installed_version,
+    main,
+    prefix_for,
+)
 
-
-class NpmMissing(RuntimeError):
-    """npm is not installed on this machine."""
-
-
-class InstallFailed(RuntimeError):
-    """npm ran and failed, or installed something other than what was asked."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("AGENTIHOOKS_NPM_CACHE") or Path.home() / ".cache" / "agentihooks-npm")
-
-
-def prefix_for(packages: Mapping[str, str]) -> Path:
-    """Where a set of packages lives: the cache itself for :data:`PINNED`, a folder of its own otherwise."""
-    if dict(packages) == PINNED:
-        return cache_dir()
-    if dict(packages) == UNQUALIFIED:
-        return cache_dir() / "unqualified"
-    tag = "_".join(f"{p.replace('/', '+')}@{v}" for p, v in sorted(packages.items()))
-    return cache_dir() / "other" / tag
-
-
-def installed_version(prefix: Path, package: str) -> str | None:
-    """The version of ``package`` installed under ``prefix`` (from its package.json), if any."""
-    try:
-        version = json.loads((prefix / "node_modules" / package / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return version if isinstance(version, str) else None
-
-
-def ensure(packages: Mapping[str, str] = PINNED) -> Path:
-    """Install ``packages`` (name → exact version) if needed; return their ``node_modules/.bin``.
-
-    Raises :class:`NpmMissing` or :class:`InstallFailed`.
-    """
-    prefix = prefix_for(packages)
-    bin_dir = prefix / "node_modules" / ".bin"
-    if _complete(prefix, packages):
-        return bin_dir
-    npm = shutil.which("npm")
-    if npm is None:
-        raise NpmMissing("npm is not installed on this machine, so the real harness CLIs cannot be installed")
-    prefix.mkdir(parents=True, exist_ok=True)
-    with (prefix / ".install.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        missing = [f"{p}@{v}" for p, v in packages.items() if installed_version(prefix, p) != v]
-        if missing:
-            env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
-            try:
-                done = subprocess.run(
-                    [npm, "install", "--no-audit", "--save-exact", "--prefix", str(prefix), *missing],
-                    capture_output=True,
-                    text=True,
-                    timeout=1200,
-                    env=env,
-                )
-            except subprocess.TimeoutExpired as e:
-                raise InstallFailed(f"npm install {' '.join(missing)} did not finish in 20 minutes") from e
-            if done.returncode != 0:
-                tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
-                raise InstallFailed(f"npm install {' '.join(missing)} failed: {tail}")
-    if not _complete(prefix, packages):
-        found = {p: installed_version(prefix, p) for p in packages}
-        raise InstallFailed(f"npm installed {found}, not {dict(packages)}")
-    return bin_dir
-
-
-def _complete(prefix: Path, packages: Mapping[str, str]) -> bool:
-    bin_dir = prefix / "node_modules" / ".bin"
-    return all(
-        installed_version(prefix, p) == v and os.access(bin_dir / EXECUTABLES.get(p, p), os.X_OK)
-        for p, v in packages.items()
-    )
+__all__ = [
+    "CLAUDE_PACKAGE",
+    "CODEX_PACKAGE",
+    "EXECUTABLES",
+    "PACKAGE_OF",
+    "PINNED",
+    "UNQUALIFIED",
+    "InstallFailed",
+    "NpmMissing",
+    "cache_dir",
+    "ensure",
+    "executable",
+    "installed_version",
+    "main",
+    "prefix_for",
+    "require",
+]
 
 
 def require(packages: Mapping[str, str] = PINNED) -> Path:
@@ -127,27 +63,6 @@ def require(packages: Mapping[str, str] = PINNED) -> Path:
         pytest.skip(str(e))
     except InstallFailed as e:
         pytest.fail(str(e))
-
-
-def executable(bin_dir: Path, harness: str) -> Path:
-    """The ``claude`` or ``codex`` executable in ``bin_dir`` for a launch record's harness name."""
-    return bin_dir / EXECUTABLES[PACKAGE_OF[harness]]
-
-
-def main() -> int:
-    """Install the pinned and the unqualified CLIs (``scripts/install-deps.sh``)."""
-    for packages in (PINNED, UNQUALIFIED):
-        try:
-            bin_dir = ensure(packages)
-        except NpmMissing as e:
-            print(f"install-deps: {e}", file=sys.stderr)
-            return 2
-        except InstallFailed as e:
-            print(f"install-deps: {e}", file=sys.stderr)
-            return 1
-        names = ", ".join(f"{p}@{v}" for p, v in packages.items())
-        print(f"install-deps: {names} in {bin_dir.parent.parent}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -15,7 +15,12 @@ def demo_argv(*args: str) -> list[str]:
 
 
 def demo_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "FAKE_", "KUBECONFIG"))}
+    """The test's environment without the product's settings; the npm cache of the real CLIs stays."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k == "AGENTIHOOKS_NPM_CACHE" or not k.startswith(("AGENTIHOOKS_", "FAKE_", "KUBECONFIG"))
+    }
 
 
 def requires_control_plane() -> None:
