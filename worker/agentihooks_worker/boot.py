@@ -78,6 +78,8 @@ class Boot:
         self.context: BootContext | None = None
         self.capture_hook: LiveCapture | None = None
         self._execution_id: str | None = None
+        #: The launch record, once read (a refused replacement reports its refusal to its controller).
+        self._launch: LaunchRecord | None = None
         #: (session id, watermark) the first capture reported, so the supervisor only reports changes.
         self.initial_progress: tuple[str | None, int | None] = (None, None)
 
@@ -89,6 +91,7 @@ class Boot:
                 self.restorer.metrics.refused(r.reason)
             fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
             emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
+            self._report_refusal(r)
             return EXIT_REFUSED
         except WorkerError as e:
             emit(event_line("boot_failed", execution_id=self._execution_id, error=str(e)))
@@ -102,6 +105,7 @@ class Boot:
     def prepare(self) -> BootContext:
         """Steps 1-10 and the first capture; raises :class:`Refused` or :class:`WorkerError`."""
         launch = read_launch_record(self.settings.launch_record)
+        self._launch = launch
         harness = harness_for(launch.harness)
         a = launch.authority
         self._execution_id = a.execution_id
@@ -147,6 +151,35 @@ class Boot:
         ):
             self._initial_capture(ctx, self.capture_hook, state)
         return ctx
+
+    def _report_refusal(self, r: Refused) -> None:
+        """A ``checkpoint_remote`` replacement tells its controller it refused, before it exits.
+
+        The controller then keeps the seat's accepted decision and waits for the operator to fix the
+        cause and relaunch, instead of fencing the exit as a new failure. Retried like every call to
+        the controller; a report that cannot be made is logged and changes nothing else.
+        """
+        launch = self._launch
+        if launch is None or not launch.checkpoint_remote or launch.restore is None or not launch.control_url:
+            return
+        eid = launch.authority.execution_id
+        reporter = self.reporter
+        if reporter is None:
+            try:
+                environ = os.environ if self.environ is None else self.environ
+                reporter = self.reporter = control_reporter(launch, environ, self.settings)
+            except (Refused, CheckpointError):  # no credential to report with
+                return
+        send = getattr(reporter, "report_refusal", None)
+        if send is None:
+            return
+        try:
+            send(eid, r.reason, r.message)
+        except CheckpointError as e:
+            code = e.code if isinstance(e, ControlRefused) else type(e).__name__
+            emit(event_line("refusal_report_failed", execution_id=eid, error=code))
+            return
+        emit(event_line("refusal_reported", execution_id=eid, reason=r.reason))
 
     @staticmethod
     def _report_outcome(reporter: OutcomeReporter, restored: Restored) -> None:

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from ..recovery.models import RecoveryEvent
 from ..recovery.records import StoredOutcome
 from ..swarm import IDENTIFIER
-from . import routes_decisions, routes_ops, routes_store, routes_swarms, routes_workers
+from . import routes_decisions, routes_ops, routes_relaunch, routes_store, routes_swarms, routes_workers
+from .routes_relaunch import RelaunchAnswer, RelaunchRequest, RestoreRefusalAnswer, RestoreRefusalReport
 from .schemas import (
     Accepted,
     CheckpointsAnswer,
@@ -363,6 +364,36 @@ ROUTES: tuple[Route, ...] = (
             **LARGE,
         },
         links={200: SEAT_LINKS, 202: SEAT_LINKS},
+    ),
+    Route(
+        "POST",
+        "/v1/swarms/{swarm}/seats/{seat}/relaunch",
+        routes_relaunch.relaunch,
+        "Launch the seat's refused replacement's directive again as its next generation (cause fixed)",
+        "operator_or_master",
+        RelaunchRequest,
+        {
+            200: ("relaunched (or the same relaunch again: replayed)", RelaunchAnswer),
+            400: ("invalid body", "json"),
+            **DENIED,
+            404: ("unknown swarm or seat", "json"),
+            409: ("not_refused: the seat's attempt reported no refused restore", "json"),
+            **LARGE,
+            503: (
+                "Redis is unavailable, or this replica does not hold the lease (not_leader); retry after "
+                "Retry-After",
+                "json",
+            ),
+        },
+    ),
+    Route(
+        "POST",
+        "/v1/executions/{execution}/restore-refusal",
+        routes_relaunch.restore_refusal,
+        "A replacement reports that it refused its restore, before it exits (the seat waits for a relaunch)",
+        "worker",
+        RestoreRefusalReport,
+        {200: ("stored (or the same refusal again)", RestoreRefusalAnswer), **WORKER},
     ),
     Route(
         "GET",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -127,7 +128,23 @@ def status_text(body: dict[str, Any], *, wide: bool = False) -> str:
     columns = HANDOFF_COLUMNS if wide else STATUS_COLUMNS
     rows = [[_card_cells(c)[h] for h in columns] for c in cards]
     handoffs = table(list(columns), rows, width=width, shrink=_SHRINK)
-    return f"{head}\n\n{seats}\n\nhandoffs:\n{handoffs}"
+    notes = _refusal_notes(body, cards, width)
+    return f"{head}\n\n{seats}\n\nhandoffs:\n{handoffs}" + (f"\n\n{notes}" if notes else "")
+
+
+def _refusal_notes(body: dict[str, Any], cards: list[dict[str, Any]], width: int | None) -> str:
+    """One note per seat whose replacement refused its restore: the reason, what to fix, the command."""
+    out = []
+    for c in cards:
+        r = c.get("restore_refused")
+        if not isinstance(r, dict):
+            continue
+        text = (
+            f"seat {c.get('seat')}: restore refused ({r.get('reason')}) by {r.get('execution_id')}: "
+            f"{r.get('hint')}; then: agentihooks swarm {body.get('swarm')} relaunch {c.get('seat')}"
+        )
+        out.append(textwrap.fill(text, width, subsequent_indent="  ") if width else text)
+    return "\n".join(out)
 
 
 def checkpoints_text(body: dict[str, Any]) -> str:

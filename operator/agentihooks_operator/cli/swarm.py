@@ -1,8 +1,10 @@
-"""``agentihooks swarm NAME ...``: restore decisions, status, pause/unpause, checkpoints and events.
+"""``agentihooks swarm NAME ...``: restore decisions, relaunch, status, pause/unpause, checkpoints, events.
 
 ``restore-decision`` records the choice for the controller's next recovery
 pass (the controller applies it under its lease); ``--now`` posts it to the
 execution's decision route instead, applied at once by the lease holder.
+``relaunch`` launches a replacement that refused its restore again, once its
+cause is fixed (applied at once by the lease holder).
 """
 
 from __future__ import annotations
@@ -123,6 +125,49 @@ def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, ag
         typer.echo(f"recorded: {choice} for seat {seat}; this controller replica does not hold the lease")
     else:
         typer.echo(_decided(seat, a.body, "replayed" if a.body.get("replayed") else "accepted"))
+
+
+@app.command()
+def relaunch(
+    ctx: typer.Context,
+    seat: Annotated[str, typer.Argument(help="The seat whose replacement refused its restore, e.g. eng-2.")],
+    execution: Annotated[
+        str | None,
+        typer.Option(
+            "--execution", help="The refused attempt meant (as its card names it); default: the seat's."
+        ),
+    ] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option("--fresh", help="Start the next generation fresh instead (the checkpoint is unusable)."),
+    ] = False,
+    agent: Annotated[
+        str | None, typer.Option(envvar="AGENTIHOOKS_AGENT", help="The master agent you act for.")
+    ] = None,
+) -> None:
+    """Launch SEAT's refused replacement again as its next generation, once the cause is fixed.
+
+    The same directive (checkpoint, continuity, session, watermark) restores from the same fenced
+    attempt; asking again for the same refused attempt answers the same relaunch.
+    """
+
+    def body() -> None:
+        payload: dict[str, Any] = {}
+        if execution:
+            payload["execution_id"] = execution
+        if fresh:
+            payload["fresh"] = True
+        if agent:
+            payload["agent"] = agent
+        b = _client(ctx).call("POST", _seat_path(ctx, seat, "relaunch"), json=payload).body
+        what = "already relaunched" if b.get("replayed") else "relaunched"
+        kind = ((b.get("directive") or {}).get("recovery")) or "-"
+        typer.echo(
+            f"{what}: seat {seat}: {b.get('refused')} refused its restore ({b.get('reason')}); "
+            f"generation {b.get('generation')} is {b.get('replacement')} ({kind})"
+        )
+
+    run(body)
 
 
 @app.command()

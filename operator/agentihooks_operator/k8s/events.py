@@ -72,6 +72,10 @@ _TYPES = {
     # A launch waiting on something outside the operator (its detail names a Secret or the API
     # server's refusal, never a credential's content).
     "launch_blocked": ("LaunchBlocked", True),
+    # A replacement refused its restore (its detail is the reason); the seat waits for a relaunch.
+    "restore_refused": ("RestoreRefused", True),
+    # The operator relaunched a refused replacement as the seat's next generation.
+    "relaunch": ("Relaunched", False),
 }
 
 

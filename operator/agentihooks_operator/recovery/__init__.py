@@ -8,6 +8,7 @@ from .broker import AccountBroker, HttpBroker, HttpBrokers
 from .errors import (
     NO_CHECKPOINT,
     NOT_PENDING,
+    NOT_REFUSED,
     InjectedFault,
     InvalidInput,
     LaunchBlocked,
@@ -26,13 +27,15 @@ from .models import (
     RecoveryEvent,
     RecoveryProgress,
     Refusal,
+    RelaunchResult,
     StepProgress,
 )
-from .records import FenceRecord, LedgerRow, StoredOutcome
+from .records import FenceRecord, LedgerRow, RefusalRecord, StoredOutcome
 from .recovery import Recovery
 
 __all__ = [
     "NOT_PENDING",
+    "NOT_REFUSED",
     "NO_CHECKPOINT",
     "AccountBroker",
     "AttemptObservation",
@@ -56,6 +59,8 @@ __all__ = [
     "RecoveryProgress",
     "RecoveryRefused",
     "Refusal",
+    "RefusalRecord",
+    "RelaunchResult",
     "ReplacementLauncher",
     "ResumeRefused",
     "StepProgress",

@@ -5,7 +5,11 @@ choice is checked against: ``recovering`` while the fence's steps (release,
 then decide) are still running or held and no decision record exists yet (no
 choice is offered: it would be refused as not pending), ``awaiting decision``
 once the record says ``recovery_pending``, ``bound`` once a decision was
-accepted.
+accepted. The successor is the decision's replacement or, after a refused
+restore, the newest relaunch of it (``relaunches`` counts them); while the
+newest one's refusal waits for a relaunch, ``restore_refused`` names its
+reason, message and the fix hint, and ``reason`` ends in ``restore refused:
+REASON``.
 
 A seat whose current attempt's launch is blocked (``LaunchBlocked``: a missing
 provider credential Secret, a Pod the API server refuses) shows it in
@@ -21,12 +25,16 @@ from .context import Ctx
 from .models import HandoffCard
 from .policy import card_reason, resume_label
 from .reads import Attempt, attempts
+from .relaunch import view as relaunch_view
+from .writer import Writer
 
 #: The values of ``HandoffCard.binding``.
 RECOVERING, AWAITING, BOUND = "recovering", "awaiting decision", "bound"
 #: A seat whose current attempt cannot be launched yet (its ``launch_blocked`` says why); such a card
 #: also exists for a first attempt, which no fence precedes.
 LAUNCH_BLOCKED = "launch blocked"
+#: Relaunches followed from a decision's replacement to the seat's current one (a bound on reads).
+MAX_RELAUNCHES = 50
 
 
 def _s(v: bytes | str) -> str:
@@ -46,7 +54,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
     fenced, rows = attempts(w, [*(handoffs[s.name] for s in seats), *launching], [s.task.id for s in seats])
     blocked = _blocked(fenced, launching)
     successors = [a.decision.replacement for a in fenced.values() if a.decision and a.decision.replacement]
-    after, _ = attempts(w, successors)
+    after = _lineage(w, successors)
     waiting = {r.execution_id: held.view(r) for r in held.live(ctx)} if fenced else {}
     out = []
     for seat in seats:
@@ -58,6 +66,13 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
         waiting_for_choice = decision is not None and decision.mode == "recovery_pending"
         row = rows.get(seat.task.id)
         successor = decision.replacement if bound and decision else None
+        relaunches = 0
+        while successor and successor in after and after[successor].refusal is not None:
+            refusal = after[successor].refusal
+            if refusal is None or refusal.relaunched_as is None or relaunches > MAX_RELAUNCHES:
+                break
+            successor, relaunches = refusal.relaunched_as, relaunches + 1  # the seat's lineage
+        refused = after[successor].refusal if successor and successor in after else None
         outcome = after[successor].outcome if successor and successor in after else None
         if bound and decision is not None:
             d = decision.directive
@@ -70,6 +85,8 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
             if d is not None and d.checkpoint_id is not None:
                 label = "Resume native" if d.recovery.value == "native" else "Continue from context"
             available = decision.mode == "resume"
+            if refused is not None:  # waits for the operator to fix the cause and relaunch
+                reason = f"{reason}; restore refused: {refused.reason}"
         elif not waiting_for_choice:  # fence steps still running: nothing to choose yet
             checkpoint_id, reason, label, available = None, fence.reason, None, False
         else:
@@ -97,6 +114,8 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 outcome=outcome,
                 held=waiting.get(fence.execution_id),
                 launch_blocked=blocked.pop(successor, (None, 0))[0] if successor else None,
+                restore_refused=relaunch_view(refused) if refused is not None else None,
+                relaunches=relaunches,
             )
         )
     order = {s.name: n for n, s in enumerate(spec.seats)}
@@ -118,6 +137,23 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
         )
     out.sort(key=lambda c: order.get(c.seat, len(order)))
     return out
+
+
+def _lineage(w: Writer, successors: list[str]) -> dict[str, Attempt]:
+    """The successors' records, and those of every relaunch that followed a refused one."""
+    found: dict[str, Attempt] = {}
+    wanted = list(successors)
+    for _ in range(MAX_RELAUNCHES + 1):
+        if not wanted:
+            break
+        more, _ = attempts(w, wanted)
+        found.update(more)
+        wanted = [
+            a.refusal.relaunched_as
+            for a in more.values()
+            if a.refusal is not None and a.refusal.relaunched_as and a.refusal.relaunched_as not in found
+        ]
+    return found
 
 
 def _blocked(found: dict[str, Attempt], launching: list[str]) -> dict[str, tuple[str, int]]:

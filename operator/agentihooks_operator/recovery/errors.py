@@ -13,6 +13,8 @@ from ..errors import OperatorError
 #: Refusal messages shown to masters and operators (stable wire strings).
 NO_CHECKPOINT = "no complete compatible checkpoint to resume from"
 NOT_PENDING = "no recovery decision is pending for this attempt"
+#: A relaunch asked for a seat whose current attempt did not report a refused restore.
+NOT_REFUSED = "no refused restore to relaunch for this seat"
 FORBIDDEN_SCOPE = "forbidden_scope"
 
 

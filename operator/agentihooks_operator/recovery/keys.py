@@ -62,6 +62,7 @@ ADDED_PARTS = (
     "recovery-metrics",
     "recovery-events",
     "held-recoveries",
+    "restore-refusals",
 )
 #: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
 SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
@@ -184,6 +185,11 @@ class SwarmKeys:
     @property
     def held_recoveries(self) -> str:
         return self.part("held-recoveries")
+
+    @property
+    def restore_refusals(self) -> str:
+        """Hash: execution id → the restore refusal its worker reported (and its relaunch, once made)."""
+        return self.part("restore-refusals")
 
     # -- parts outside the write scripts (see OUTSIDE_PARTS) ---------------------------------
     @property

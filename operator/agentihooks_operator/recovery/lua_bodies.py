@@ -8,6 +8,7 @@ yet, ...) so two controllers or two threads can never both apply a step.
 from __future__ import annotations
 
 from .held_lua import HELD_BODIES
+from .relaunch_lua import RELAUNCH_BODIES
 
 ADMIT = r"""
 local cur = redis.call('HGET', K['seats'], P.seat)
@@ -217,4 +218,5 @@ BODIES = {
     "marks": MARKS,
     "blocked": BLOCKED,
     **HELD_BODIES,
+    **RELAUNCH_BODIES,
 }

@@ -140,6 +140,30 @@ class RecoveryProgress(_Model):
     error: str | None = None
 
 
+class RestoreRefusedView(_Model):
+    """A replacement that refused its restore and waits for the operator to fix the cause and relaunch."""
+
+    execution_id: str
+    reason: str
+    message: str
+    #: What to fix before relaunching (by reason).
+    hint: str
+    reported_at: int
+
+
+class RelaunchResult(_Model):
+    """A relaunch of a refused replacement (or the same one again: ``replayed``)."""
+
+    seat: str
+    refused: str
+    replacement: str
+    generation: int
+    directive: RestoreDirective | None = None
+    reason: str
+    relaunched_by: str | None = None
+    replayed: bool = False
+
+
 class HandoffCard(_Model):
     """One row of ``status --json`` ``handoffs[]`` and of the ledger's Handoff outcomes panel."""
 
@@ -158,6 +182,10 @@ class HandoffCard(_Model):
     outcome: StoredOutcome | None = None
     #: The step this seat's recovery is held at, while it waits for an observation.
     held: HeldStep | None = None
+    #: The successor refused its restore (reason, message, fix hint); cleared by a relaunch.
+    restore_refused: RestoreRefusedView | None = None
+    #: How often the seat's replacement was relaunched after a refused restore.
+    relaunches: int = 0
     #: Why the seat's current attempt cannot be launched yet (a missing or unreadable provider
     #: credential Secret, the API server refusing the Pod); nothing runs until it is fixed.
     launch_blocked: str | None = None
@@ -167,7 +195,9 @@ class RecoveryEvent(_Model):
     """One entry of the swarm's bounded telemetry stream."""
 
     id: str
-    type: Literal["fence", "recovery", "outcome", "held", "step", "launch_blocked"]
+    type: Literal[
+        "fence", "recovery", "outcome", "held", "step", "launch_blocked", "restore_refused", "relaunch"
+    ]
     execution_id: str
     seat: str
     expected_generation: int | None = None

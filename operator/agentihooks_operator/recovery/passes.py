@@ -32,6 +32,7 @@ from .launching import launch_step
 from .models import AttemptObservation, PassReport
 from .reads import Attempt, Snapshot, attempts, snapshot
 from .records import LedgerRow
+from .relaunch import finish_retire
 
 log = logging.getLogger("agentihooks.recovery")
 
@@ -50,6 +51,8 @@ def run_pass(
             continue
         if snap.seats.get(o.seat) != o.execution_id:
             continue  # not the seat's current attempt (an old, already fenced Pod)
+        if o.execution_id in snap.refused:
+            continue  # it refused its restore and reported it: it waits for a relaunch, nothing failed
         reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
         failures[o.execution_id] = Failure(o.execution_id, o.seat, o.generation, reason, o.superseded_legacy)
     ids = list(dict.fromkeys([*failures, *snap.work]))
@@ -117,6 +120,9 @@ def _steps(
 
     def run() -> None:
         try:
+            if snap.work.get(eid) == "retire":  # a relaunched attempt's Pod, removal not confirmed yet
+                finish_retire(ctx, eid, unsent=False)
+                return
             if snap.work.get(eid) == "launch":
                 if att.record is not None and launch_step(ctx, att.record, None) is not None:
                     part.launches.append(eid)

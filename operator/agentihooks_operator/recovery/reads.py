@@ -19,6 +19,7 @@ from .records import (
     JournalEntry,
     LedgerRow,
     RecoveryRequest,
+    RefusalRecord,
     StoredOutcome,
 )
 from .writer import Writer
@@ -41,6 +42,8 @@ class Snapshot:
     work: dict[str, str]
     paused: bool
     requests: dict[str, RecoveryRequest]
+    #: Attempts whose worker reported a refused restore (never fenced for exiting after it).
+    refused: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -54,6 +57,7 @@ class Attempt:
     heartbeat: Heartbeat | None = None
     outcome: StoredOutcome | None = None
     journal: dict[str, JournalEntry] = field(default_factory=dict)
+    refusal: RefusalRecord | None = None
 
     def step(self, name: str) -> str | None:
         entry = self.journal.get(name)
@@ -67,13 +71,15 @@ def snapshot(w: Writer) -> Snapshot:
     pipe.hgetall(k.recovery_work)
     pipe.exists(k.recovery_paused)
     pipe.hgetall(k.recovery_requests)
-    seats, work, paused, requests = pipe.execute()
+    pipe.hkeys(k.restore_refusals)
+    seats, work, paused, requests, refused = pipe.execute()
     w.trip()
     return Snapshot(
         seats={_s(a): _s(b) for a, b in seats.items()},
         work={_s(a): _s(b) for a, b in work.items()},
         paused=bool(paused),
         requests={_s(a): RecoveryRequest.model_validate_json(b) for a, b in requests.items()},
+        refused=frozenset(_s(r) for r in refused),
     )
 
 
@@ -94,6 +100,7 @@ def attempts(
         k.heartbeats,
         k.restore_outcomes,
         k.attempt_journal,
+        k.restore_refusals,
     ]
     for part in parts:
         if ids:
@@ -104,7 +111,7 @@ def attempts(
     w.trip()
     out = {i: Attempt(i) for i in ids}
     if ids:
-        recs, fences, decisions, beats, outcomes, journals = answers[:6]
+        recs, fences, decisions, beats, outcomes, journals, refusals = answers[:7]
         for n, i in enumerate(ids):
             a = out[i]
             a.record = AttemptRecord.model_validate_json(recs[n]) if recs[n] else None
@@ -114,6 +121,7 @@ def attempts(
             a.outcome = StoredOutcome.model_validate_json(outcomes[n]) if outcomes[n] else None
             if journals[n]:
                 a.journal = {s: JournalEntry.model_validate(e) for s, e in json.loads(journals[n]).items()}
+            a.refusal = RefusalRecord.model_validate_json(refusals[n]) if refusals[n] else None
     rows: dict[str, LedgerRow] = {}
     if tasks:
         for t, raw in zip(tasks, answers[-1], strict=True):

@@ -71,13 +71,17 @@ class AttemptRecord(_Record):
     task_id: str
     task_generation: int
     grant_id: str
-    state: Literal["admitted", "fenced"] = "admitted"
+    #: ``relaunched``: the attempt refused its restore and the operator relaunched its seat; it holds
+    #: no authority any more and was never fenced (it failed nothing of the task).
+    state: Literal["admitted", "fenced", "relaunched"] = "admitted"
     compatibility_key: str
     task_text: str
     directive: StoredDirective = None
     restore_from: RestoreSource | None = None
     admitted_at_ms: int
     epoch: int
+    #: The refused attempt this one relaunches (same directive, next generation).
+    relaunch_of: str | None = None
 
 
 class FenceRecord(_Record):
@@ -141,6 +145,25 @@ class StoredOutcome(_Record):
     restored_from: str
     status: Literal["verified"] = "verified"
     reported_at_ms: int
+
+
+class RefusalRecord(_Record):
+    """``restore-refusals[execution_id]``: the restore refusal a replacement reported before it exited.
+
+    A refused replacement is not fenced: its seat's accepted decision stays as it is until the operator
+    fixes the cause and relaunches (``relaunched_as`` then names the next generation).
+    """
+
+    execution_id: str
+    seat: str
+    generation: int
+    reason: str
+    message: str
+    reported_at_ms: int = 0
+    epoch: int = 0
+    relaunched_as: str | None = None
+    relaunched_at_ms: int | None = None
+    relaunched_by: str | None = None
 
 
 class LedgerRow(_Record):

@@ -16,7 +16,7 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
-from . import choices, credentials, held, outcomes, resume, seats, telemetry
+from . import choices, credentials, held, outcomes, relaunch, resume, seats, telemetry
 from .broker import BrokerSource
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
@@ -33,10 +33,11 @@ from .models import (
     PassReport,
     RecoveryEvent,
     RecoveryProgress,
+    RelaunchResult,
 )
 from .passes import run_pass
 from .reads import current_attempts, one
-from .records import AttemptRecord, StoredOutcome
+from .records import AttemptRecord, RefusalRecord, StoredOutcome
 from .writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
@@ -192,6 +193,38 @@ class Recovery:
         """Store a replacement's verified restore outcome and write the task's prior ``awaiting`` back."""
         self._leader()
         return outcomes.report_outcome(self._ctx, execution_id, outcome)
+
+    def report_refusal(self, execution_id: str, reason: str, message: str) -> RefusalRecord:
+        """A replacement refused its restore: keep its reason and message; the seat waits for a relaunch.
+
+        Its exit is then not a failure to fence; the accepted decision stays as it is.
+        """
+        self._leader()
+        return relaunch.report_refusal(self._ctx, execution_id, reason, message)
+
+    def relaunch(
+        self,
+        seat: str,
+        relaunched_by: str,
+        *,
+        refused: str | None = None,
+        fresh: bool = False,
+        spec: SwarmSpec | None = None,
+    ) -> RelaunchResult:
+        """Launch the refused replacement's directive again as the seat's next generation.
+
+        ``refused`` names the refused attempt (default: the seat's current one); asking again for
+        the same refusal answers the same relaunch. Raises ``RecoveryRefused`` (``not_refused``)
+        when the seat's current attempt reported no refused restore.
+        """
+        self._leader()
+        try:
+            return relaunch.relaunch(
+                self._ctx, spec or self._spec, seat, relaunched_by, refused=refused, fresh=fresh
+            )
+        except RecoveryRefused as e:
+            self._w.run("marks", {"counts": [f"refusals_by_reason:{e.reason}"]})
+            raise
 
     def report_session(self, execution_id: str, session_id: str) -> None:
         """Heartbeat: the native session id the attempt holds."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING
+from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING, NOT_REFUSED
 
 from .conftest import MASTER_A, MASTER_B, World
 
@@ -111,6 +111,13 @@ CASES: list[tuple[str, Case, int, str, str]] = [
         "seat swarm-a/eng-9",
     ),
     # the recovery rules
+    (
+        "relaunch: nothing refused",
+        lambda w, e: w.call("POST", "/v1/swarms/swarm-a/seats/eng-1/relaunch", w.tokens["operator"], json={}),
+        409,
+        NOT_REFUSED,
+        "eid",
+    ),
     ("no checkpoint", lambda w, e: decision(w, e, w.tokens["operator"]), 409, NO_CHECKPOINT, "eid"),
     ("seat: no checkpoint", lambda w, e: seat_request(w, w.tokens["operator"]), 409, NO_CHECKPOINT, "eid"),
     (

@@ -393,3 +393,12 @@ class ControlReporter:
             self._post("/session", {"session_id": session_id})
         if watermark is not None:
             self._post("/watermark", {"watermark": watermark})
+
+    def report_refusal(self, execution_id: str, reason: str, message: str) -> None:
+        """The restore was refused (``POST .../restore-refusal``): the seat then waits for a relaunch.
+
+        Retried like every call; raises when the controller refused it or stayed away.
+        """
+        if execution_id != self._c.execution_id:
+            raise CheckpointError("a refusal is reported only for this worker's own execution")
+        self._post("/restore-refusal", {"execution_id": execution_id, "reason": reason, "message": message})

@@ -221,6 +221,7 @@
     if (card.held) return 'held'; // a release step waits for the operator's observation
     if (card.recovering) return 'recovering'; // fence steps still running: nothing to choose yet
     if (card.launch_blocked) return 'blocked'; // the launch waits on a credential Secret or on admission
+    if (card.restore_refused) return 'refused'; // the replacement refused its restore: fix, then relaunch
     return card.continuity === 'pending' ? 'pending' : 'recovered';
   }
 
@@ -230,6 +231,7 @@
     held: 'Held: waiting for the operator',
     pending: 'Replacement pending',
     blocked: 'Launch blocked',
+    refused: 'Restore refused',
     recovered: 'Recovered',
   };
 
@@ -282,8 +284,15 @@
     }
     if (card.successor) item(dl, 'Replacement', card.successor, 'successor');
     if (card.launch_blocked) item(dl, 'Launch blocked', card.launch_blocked, 'launch-blocked');
+    if (card.restore_refused) {
+      const rr = card.restore_refused;
+      item(dl, 'Restore refused', rr.reason + ' (' + rr.execution_id + ')', 'restore-refused');
+      item(dl, 'What to fix', rr.hint, 'fix-hint');
+    }
+    if (card.relaunches) item(dl, 'Relaunches', card.relaunches, 'relaunches');
     item(dl, 'Continuity', continuityText(card), 'continuity');
     node.append(dl);
+    if (card.restore_refused) node.append(relaunchPart(card));
 
     if (state === 'awaiting') {
       const controls = el('div', 'controls');
@@ -308,6 +317,51 @@
       node.append(p);
     }
     return node;
+  }
+
+  // A replacement that refused its restore: once the cause is fixed, launch the same directive again.
+  function relaunchPart(card) {
+    const box = el('div', 'relaunch');
+    box.append(el('p', 'hint', 'Fix the cause first, then relaunch: the same checkpoint is restored again.'));
+    const controls = el('div', 'controls');
+    controls.setAttribute('role', 'group');
+    controls.setAttribute('aria-label', 'Relaunch for seat ' + card.seat);
+    const button = el('button', 'relaunch', 'Relaunch');
+    button.type = 'button';
+    button.dataset.action = 'relaunch';
+    button.setAttribute('aria-label', 'Relaunch the refused replacement of seat ' + card.seat);
+    button.disabled = busy.has(card.execution_id);
+    button.addEventListener('click', () => relaunch(card));
+    controls.append(button);
+    box.append(controls);
+    return box;
+  }
+
+  async function relaunch(card) {
+    const eid = card.execution_id;
+    const rr = card.restore_refused;
+    if (busy.has(eid) || !caller || !rr) return;
+    busy.add(eid);
+    renderBusy(eid, true);
+    const payload = { execution_id: rr.execution_id };
+    if (caller.kind === 'master') payload.agent = caller.agent;
+    const path =
+      '/v1/swarms/' + encodeURIComponent(swarm) + '/seats/' + encodeURIComponent(card.seat) + '/relaunch';
+    const r = await api('POST', path, payload);
+    busy.delete(eid);
+    if (r.ok) {
+      refusals.delete(eid);
+      announce(
+        (r.data.replayed ? 'Already relaunched' : 'Relaunched') +
+          ' seat ' + card.seat + ' as generation ' + r.data.generation,
+      );
+    } else {
+      refusals.set(eid, { reason: r.error, message: problemText(r) });
+      announce('Refused for seat ' + card.seat + ': ' + problemText(r));
+    }
+    signatures.delete(eid);
+    renderCards(lastCards);
+    await refresh();
   }
 
   const ANSWERS = { applied: 'Applied', not_applied: 'Not applied' };
@@ -451,7 +505,7 @@
     const node = $('cards').querySelector('article[data-execution="' + CSS.escape(eid) + '"]');
     if (!node) return;
     node.setAttribute('aria-busy', String(on));
-    for (const b of node.querySelectorAll('button.decide, button.observe')) b.disabled = on;
+    for (const b of node.querySelectorAll('button.decide, button.observe, button.relaunch')) b.disabled = on;
   }
 
   // ---- start ------------------------------------------------------------------------------
