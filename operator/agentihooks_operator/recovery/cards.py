@@ -91,7 +91,11 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
             checkpoint_id, reason, label, available = None, fence.reason, None, False
         else:
             ckpt = ctx.checkpoint(
-                fence.execution_id, record.task_id, record.task_generation, spec.compatibility_key
+                fence.execution_id,
+                record.task_id,
+                record.task_generation,
+                spec.compatibility_key,
+                restored_from=record.restore_from.execution_id if record.restore_from else None,
             )
             checkpoint_id = ckpt.checkpoint_id if ckpt else None
             reason = card_reason(fence, ckpt)

@@ -53,7 +53,13 @@ def apply_choice(
     compatibility_key = spec.compatibility_key if spec is not None else record.compatibility_key
     checkpoint = None
     if choice == "resume":
-        checkpoint = ctx.checkpoint(execution_id, record.task_id, record.task_generation, compatibility_key)
+        checkpoint = ctx.checkpoint(
+            execution_id,
+            record.task_id,
+            record.task_generation,
+            compatibility_key,
+            restored_from=record.restore_from.execution_id if record.restore_from else None,
+        )
         if checkpoint is None:
             raise RecoveryRefused(NO_CHECKPOINT, reason="no_checkpoint")
     _, row = one(ctx.w, execution_id, record.task_id)

@@ -63,9 +63,24 @@ class Ctx:
         return int(self.clock()) if self.clock is not None else int(time.time() * 1000)
 
     def checkpoint(
-        self, execution_id: str, task_id: str, task_generation: int, compatibility_key: str
+        self,
+        execution_id: str,
+        task_id: str,
+        task_generation: int,
+        compatibility_key: str,
+        *,
+        restored_from: str | None = None,
     ) -> CheckpointSummary | None:
-        """The newest complete checkpoint of the attempt compatible with ``compatibility_key``."""
+        """The newest complete checkpoint of the attempt compatible with ``compatibility_key``.
+
+        The lookup follows the seat's lineage: an attempt that captured none of its own (a replacement
+        that died before its first capture) offers the checkpoint of the attempt it restored from
+        (``restored_from``), the one its own directive named, which it would restore again.
+        """
         scope = StoreScope(swarm=self.swarm, task_id=task_id, task_generation=task_generation)
         listed = self.catalog.list_checkpoints(scope, execution_id=execution_id)
-        return usable_checkpoint(listed, compatibility_key)
+        found = usable_checkpoint(listed, compatibility_key)
+        if found is None and restored_from is not None and restored_from != execution_id:
+            earlier = self.catalog.list_checkpoints(scope, execution_id=restored_from)
+            found = usable_checkpoint(earlier, compatibility_key)
+        return found

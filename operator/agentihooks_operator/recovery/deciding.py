@@ -99,7 +99,15 @@ def accept(
             compatibility_key=compatibility_key,
             task_text=row.text if row is not None else record.task_text,
             directive=directive,
-            restore_from=RestoreSource(execution_id=eid, execution_generation=fence.generation),
+            # The attempt that captured the checkpoint: the fenced one, or (the seat's lineage) the one
+            # it restored from when it captured none of its own.
+            restore_from=(
+                RestoreSource(
+                    execution_id=checkpoint.execution_id, execution_generation=checkpoint.execution_generation
+                )
+                if checkpoint is not None and choice == "resume"
+                else RestoreSource(execution_id=eid, execution_generation=fence.generation)
+            ),
             admitted_at_ms=now,
             epoch=ctx.w.epoch,
         )

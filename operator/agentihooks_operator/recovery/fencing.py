@@ -142,7 +142,13 @@ def recover(
     checkpoint = None
     if needs_catalog(fence, automation=automation, paused=paused):
         record = att.record
-        checkpoint = ctx.checkpoint(eid, record.task_id, record.task_generation, spec.compatibility_key)
+        checkpoint = ctx.checkpoint(
+            eid,
+            record.task_id,
+            record.task_generation,
+            spec.compatibility_key,
+            restored_from=record.restore_from.execution_id if record.restore_from else None,
+        )
     choice = automatic_choice(fence, automation=automation, paused=paused, checkpoint=checkpoint)
     if row is None and choice is not None:
         # Resumed work: read the task's current row so a replacement starts from its current text.

@@ -171,3 +171,44 @@ def test_a_controller_killed_around_a_relaunch_write_then_a_fresh_one(
     assert client.hlen(fresh.keys.recovery_work) == 0
     assert client.hget(fresh.keys.attempt_fences, refused) is None
     assert built.checkpoint_id == launcher.pods[new].directive.checkpoint_id  # type: ignore[union-attr]
+
+
+def test_a_replacement_lost_before_its_first_capture_resumes_from_the_seats_lineage(
+    make, client, spec, checkpoint, launcher
+) -> None:  # type: ignore[no-untyped-def]
+    """Checkpoints are looked up along the lineage: the lost replacement captured none of its own."""
+    r = make()
+    first = r.ensure_seats(spec)[0].execution_id
+    r.report_session(first, "sess-1")
+    built = checkpoint(first, session_id="sess-1")
+    [d] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    second = d.replacement
+    assert second is not None
+    r.report_session(second, "sess-1")  # it reopened the same conversation, then died before capturing
+    report = r.reconcile(spec, observe([(second, "eng-1", 2)], failed={second: "oom_killed"}))
+    assert report.fenced == [second]
+    [again] = report.decisions
+    assert again.mode == "resume" and again.decided_by == "automation"
+    assert again.directive is not None and again.directive.recovery.value == "native"
+    assert again.checkpoint == built.checkpoint_id
+    plan = launcher.pods[again.replacement]  # type: ignore[index]
+    assert plan.generation == 3
+    assert plan.restore_from is not None and plan.restore_from.execution_id == first  # who captured it
+    assert plan.restore_from.execution_generation == 1
+
+
+def test_without_its_session_the_lineage_checkpoint_is_offered_as_context(make, spec, checkpoint) -> None:  # type: ignore[no-untyped-def]
+    r = make()
+    first = r.ensure_seats(spec)[0].execution_id
+    r.report_session(first, "sess-1")
+    built = checkpoint(first, session_id="sess-1")
+    [d] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    second = d.replacement
+    assert second is not None
+    r.reconcile(spec, observe([(second, "eng-1", 2)], failed={second: "evicted"}))
+    [card] = r.cards(spec)
+    assert card.execution_id == second and card.binding == "awaiting decision"
+    assert card.resume_available and card.checkpoint == built.checkpoint_id
+    assert card.resume_label == "Continue from context"
+    result = r.decide(second, "resume", "operator", spec=spec)
+    assert result.directive is not None and result.directive.recovery.value == "reconstructed"
