@@ -5,9 +5,9 @@ from __future__ import annotations
 from ..api.errors import HttpProblem
 
 
-def unknown_asset(name: str) -> HttpProblem:
-    """A static file the page does not ship (only a fixed list is ever served)."""
-    return HttpProblem(404, "unknown_asset", f"no such ledger asset: {name}")
+def unknown_asset() -> HttpProblem:
+    """A static file the page does not ship (only a fixed list is ever served); the name is not echoed."""
+    return HttpProblem(404, "unknown_asset", "no such ledger asset: the page ships a fixed list of files")
 
 
 def bad_swarm_name() -> HttpProblem:

@@ -43,7 +43,7 @@ def render_index() -> str:
 def asset(name: str) -> tuple[bytes, str]:
     """The bytes and content type of a shipped asset; any other name is a 404."""
     if name not in ASSETS:
-        raise unknown_asset(name)
+        raise unknown_asset()
     return resources.files(__package__).joinpath("static", name).read_bytes(), ASSETS[name]
 
 

@@ -63,6 +63,7 @@ def test_assets_are_a_fixed_list() -> None:
         with pytest.raises(HttpProblem) as e:
             asset(name)
         assert e.value.status == 404 and e.value.code == "unknown_asset"
+        assert not name or name not in e.value.message, "the asked-for name is not echoed"
 
 
 def test_csp_is_strict() -> None:
