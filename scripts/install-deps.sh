@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine (idempotent).
-# apt: redis-server, git, chromium and python3-venv. pip: this project with its test extras, into the
-# project's own virtualenv ($AGENTIHOOKS_VENV, default .venv): stock Debian 12 refuses pip installs into
-# the system Python (PEP 668), and nothing here needs them.
+# apt: redis-server, git, chromium, prometheus and python3-venv. pip: this project with its test extras,
+# into the project's own virtualenv ($AGENTIHOOKS_VENV, default .venv): stock Debian 12 refuses pip
+# installs into the system Python (PEP 668), and nothing here needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,8 @@ need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the ledger page's browser tests (Playwright drives it)
+# Prometheus and promtool (Debian 12 ships 2.42): the chart's alerts and dashboard are tested against them
+{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need_apt+=(prometheus)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -160,6 +160,18 @@ def _short(line: dict[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {line[k]}" for k in keep if k in line) + "}"
 
 
+def _series(key: str) -> tuple[str, frozenset[str]]:
+    """``name{a="x",b="y"}`` as its name and label pairs (the exposition orders labels as it likes)."""
+    name, _, labels = key.partition("{")
+    return name, frozenset(p for p in labels.rstrip("}").split(",") if p)
+
+
+def metric_value(metrics: dict[str, float], key: str) -> float | None:
+    """The value of series ``key`` whatever the order of its labels, or ``None``."""
+    want = _series(key)
+    return next((v for k, v in metrics.items() if _series(k) == want), None)
+
+
 def outcome_count(metrics: dict[str, float], kind: str) -> float:
     return sum(v for k, v in metrics.items() if "restore_outcomes_by_type" in k and f'type="{kind}"' in k)
 
@@ -192,7 +204,8 @@ def verify(r: StoryResult) -> None:
         'agentihooks_seats_awaiting_decision{swarm="demo"}': 0,
     }
     for name, value in want_counts.items():
-        expect(r.metrics.get(name) == value, f"{name} was {r.metrics.get(name)}, expected {value}")
+        got = metric_value(r.metrics, name)
+        expect(got == value, f"{name} was {got}, expected {value}")
     for kind in ("native", "reconstructed", "fresh"):
         expect(
             outcome_count(r.metrics, kind) == 1, f"restore_outcomes_by_type{{type={kind}}} != 1: {r.metrics}"

@@ -6,11 +6,13 @@
 3. mark Claude Code's onboarding done and the worktree trusted;
 4. pick the checkpoint store;
 5-9. the Restorer: verify, project check, native files and version, source, continuation;
-10. report the outcome (``checkpoint_remote``) and log one ``restore_verified`` line;
+10. report the outcome (``checkpoint_remote``) and log one ``restore_verified`` line; report the
+    restore (result and duration) for the controller's metrics, best effort;
 11. take a first capture under this attempt's own generation, then supervise the harness.
 
-A refusal exits 64 with a ``restore_refused`` line naming the reason; any other
-failure exits 70. Nothing falls back to a weaker continuity.
+A refusal exits 64 with a ``restore_refused`` line naming the reason (and, best effort, a restore
+report of ``refused/<reason>`` to the controller's metrics); any other failure exits 70. Nothing falls
+back to a weaker continuity.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +41,7 @@ from .harness import Harness, harness_for
 from .launch import read_launch_record
 from .live_capture import LiveCapture
 from .onboarding import mark_onboarded
-from .report import OutcomeReporter, emit, event_line, restore_verified_line
+from .report import OutcomeReporter, RestoreReporter, emit, event_line, restore_verified_line
 from .restorer import Restored, Restorer, RestoreRequest
 from .settings import WorkerSettings
 from .source import project_remote
@@ -82,6 +85,8 @@ class Boot:
         self._launch: LaunchRecord | None = None
         #: (session id, watermark) the first capture reported, so the supervisor only reports changes.
         self.initial_progress: tuple[str | None, int | None] = (None, None)
+        #: When this boot started (monotonic): a restore's duration is measured from here.
+        self._started = time.monotonic()
 
     def run(self) -> int:
         try:
@@ -92,6 +97,8 @@ class Boot:
             fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
             emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
             self._report_refusal(r)
+            if r.reason != Reason.STORE_UNREACHABLE.value:  # the controller is known to be away
+                self._report_restore("refused", reason=r.reason, seconds=time.monotonic() - self._started)
             return EXIT_REFUSED
         except WorkerError as e:
             emit(event_line("boot_failed", execution_id=self._execution_id, error=str(e)))
@@ -123,6 +130,7 @@ class Boot:
             self.reporter = control_reporter(launch, environ, self.settings)
         state = AttemptState(layout.root / "run")
         restored = state.load()
+        seconds: float | None = None  # known only when this boot ran the restore
         if restored is None:
             try:
                 restored = self.restorer.restore(
@@ -130,6 +138,7 @@ class Boot:
                 )
             finally:
                 self._write_metrics(layout)
+            seconds = time.monotonic() - self._started
             state.save(restored)
             self.restorer.on_step("restored")
         # A first launch (no directive) is no restore: the controller accepts outcomes only from replacements.
@@ -137,6 +146,9 @@ class Boot:
         if reportable and self.reporter is not None and not state.done("reported"):
             self._report_outcome(self.reporter, restored)
             state.mark("reported")
+        if reportable and not state.done("restore_reported"):
+            self._report_restore(restored.outcome.recovery.value, seconds=seconds)
+            state.mark("restore_reported")
         if launch.restore is not None and not state.done("logged"):
             emit(restore_verified_line(restored.outcome))
             state.mark("logged")
@@ -151,6 +163,13 @@ class Boot:
         ):
             self._initial_capture(ctx, self.capture_hook, state)
         return ctx
+
+    def _report_restore(self, result: str, *, reason: str | None = None, seconds: float | None) -> None:
+        """Tell the controller's metrics how the restore went (best effort: a failure changes nothing)."""
+        if not isinstance(self.reporter, RestoreReporter):
+            return
+        if not self.reporter.report_restore(result, reason=reason, restore_seconds=seconds):
+            log.info("the restore report for the controller's metrics was not counted")
 
     def _report_refusal(self, r: Refused) -> None:
         """A ``checkpoint_remote`` replacement tells its controller it refused, before it exits.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, runtime_checkable
 
 from agentihooks_checkpoint.directive import RestoreOutcome
 
@@ -21,6 +21,16 @@ class OutcomeReporter(Protocol):
     def report_outcome(self, outcome: RestoreOutcome) -> None: ...
 
     def report_progress(self, execution_id: str, session_id: str | None, watermark: int | None) -> None: ...
+
+
+@runtime_checkable
+class RestoreReporter(Protocol):
+    """Also tells the controller's metrics how the restore went (best effort; the contract's
+    ``ControlReporter`` does). Reporters without it are simply not asked."""
+
+    def report_restore(
+        self, result: str, *, reason: str | None = None, restore_seconds: float | None = None
+    ) -> bool: ...
 
 
 def restore_verified_line(outcome: RestoreOutcome) -> str:

@@ -26,6 +26,7 @@ from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
+from .. import instruments
 from ..k8s.config import OperatorConfig, connect_redis
 from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
@@ -111,6 +112,7 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         events_poll_seconds=config.events_poll_seconds,
         kopf_ready=lambda: not memo.get(STOPPING, False),
         key_prefix=operator.swarm_key_prefix,
+        metrics=instruments.of(memo),
     )
     try:
         memo[SERVER] = await start_control_api(
@@ -150,6 +152,8 @@ def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: An
         registry: SwarmRegistry | None = memo.get(REGISTRY)
         if registry is not None:
             registry.withdraw(name)
+        if (event or {}).get("type") == "DELETED":
+            instruments.of(memo).forget_swarm(name)
     else:
         specs[key] = parsed
 

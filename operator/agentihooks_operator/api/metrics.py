@@ -1,60 +1,87 @@
-"""``/metrics`` in the Prometheus text format (0.0.4), built from each swarm's counters in Redis.
+"""``/metrics``: the swarm families read from Redis at scrape time, plus the process's own instruments.
 
-Label values are fixed words (reasons, choices, decider kinds, continuity
-types) and swarm names; never execution ids, agents or tokens.
+Encoded by ``prometheus_client``: OpenMetrics 1.0 when the scraper's ``Accept`` asks for it (as
+Prometheus does), the classic text format 0.0.4 otherwise.
+
+Two kinds of figures, so that a ``sum`` over replicas is right:
+
+* **swarm-global** (:data:`GLOBAL`): the counters the recovery core keeps in Redis (fences,
+  decisions, refusals, verified restore outcomes) and the seats awaiting a decision. Every replica
+  could read them, so only the replica that holds the swarm's lease exports them; the others leave
+  them out. ``sum by (swarm)`` over replicas is the swarm's figure.
+* **per replica**: whether this replica holds the lease, its lease takeovers and losses, the last
+  pass duration it measured, and the instruments of :class:`~..instruments.OperatorMetrics`
+  (histograms, worker reports, Redis reachability, build and process information).
+
+Label values are fixed words (reasons, choices, decider kinds, continuity types) and swarm names;
+never execution ids, agents or tokens. Redis failing is never a failed scrape: the Redis-backed
+families are left out and ``agentihooks_redis_up`` is 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
+from typing import get_args
 
+import redis
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    UnknownMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+from ..instruments import DECIDERS
+from ..k8s.classify import Reason as FailureReason
+from ..recovery.errors import RecoveryError
 from .registry import SwarmEntry
 from .state import ApiState
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+log = logging.getLogger("agentihooks.api")
 
-#: metric name → (type, help, counter family in Redis, label name)
-FAMILIES = {
-    "agentihooks_restore_outcomes_by_type": (
-        "counter",
+#: The classic text format (what ``/metrics`` answers a scraper that does not ask for OpenMetrics).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTINUITY = ("native", "reconstructed", "fresh")
+
+#: Label values each Redis counter family exports at 0 until they happen (``increase()`` must see the
+#: first event: a series that appears at 1 shows no increase).
+KNOWN = {
+    "restore_outcomes_by_type": CONTINUITY,
+    "fences_by_reason": get_args(FailureReason),
+    "decisions_by_choice": ("resume", "fresh"),
+    "decisions_by_decider": DECIDERS,
+    "refusals_by_reason": ("not_pending", "no_checkpoint"),
+}
+#: Counter families kept in Redis: family name (exposed with ``_total``) → (help, Redis family, label).
+COUNTERS = {
+    "agentihooks_restore_outcomes": (
         "Verified restore outcomes by continuity type (native, reconstructed, fresh).",
         "restore_outcomes_by_type",
         "type",
     ),
-    "agentihooks_fences_total": (
-        "counter",
-        "Attempts fenced, by failure reason.",
-        "fences_by_reason",
-        "reason",
-    ),
-    "agentihooks_decisions_by_choice_total": (
-        "counter",
+    "agentihooks_fences": ("Attempts fenced, by failure reason.", "fences_by_reason", "reason"),
+    "agentihooks_decisions_by_choice": (
         "Accepted restore decisions by choice.",
         "decisions_by_choice",
         "choice",
     ),
-    "agentihooks_decisions_by_decider_total": (
-        "counter",
+    "agentihooks_decisions_by_decider": (
         "Accepted restore decisions by who decided (automation, operator, master).",
         "decisions_by_decider",
         "decider",
     ),
-    "agentihooks_refusals_total": (
-        "counter",
-        "Refused recovery requests by reason.",
-        "refusals_by_reason",
-        "reason",
-    ),
+    "agentihooks_refusals": ("Refused recovery requests by reason.", "refusals_by_reason", "reason"),
 }
-
-
-def _esc(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _line(name: str, labels: dict[str, str], value: float) -> str:
-    inner = ",".join(f'{k}="{_esc(v)}"' for k, v in labels.items())
-    return f"{name}{{{inner}}} {value:g}"
+#: The spec's name for the verified outcomes, kept as it always was exposed (no ``_total``: an
+#: OpenMetrics counter must end in ``_total``, so this family is typed ``unknown``; the counter form
+#: is ``agentihooks_restore_outcomes_total``).
+SPEC_OUTCOMES = "agentihooks_restore_outcomes_by_type"
+AWAITING = "agentihooks_seats_awaiting_decision"
+#: Exposed sample names exported by the lease holder only.
+GLOBAL = frozenset({SPEC_OUTCOMES, AWAITING, *(f"{name}_total" for name in COUNTERS)})
 
 
 def _family(counters: dict[str, int], family: str) -> dict[str, int]:
@@ -62,60 +89,114 @@ def _family(counters: dict[str, int], family: str) -> dict[str, int]:
     return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
 
 
-def _swarm_lines(state: ApiState, entry: SwarmEntry) -> dict[str, list[str]]:
-    counters = entry.recovery.metrics()
-    out: dict[str, list[str]] = {}
-    for name, (_kind, _help, family, label) in FAMILIES.items():
-        values = _family(counters, family)
-        if family == "restore_outcomes_by_type":
-            values = {**{t: 0 for t in ("native", "reconstructed", "fresh")}, **values}
-        out[name] = [_line(name, {"swarm": entry.name, label: k}, v) for k, v in sorted(values.items())]
-    awaiting = sum(1 for c in entry.recovery.cards(entry.spec) if c.binding == "awaiting decision")
-    out["agentihooks_seats_awaiting_decision"] = [
-        _line("agentihooks_seats_awaiting_decision", {"swarm": entry.name}, awaiting)
-    ]
-    held = 1 if state.lease_held(entry) else 0
-    out["agentihooks_lease_held"] = [_line("agentihooks_lease_held", {"swarm": entry.name}, held)]
-    taken, lost = entry.recovery.lease_churn()
-    out["agentihooks_lease_takeovers_total"] = [
-        _line("agentihooks_lease_takeovers_total", {"swarm": entry.name}, taken)
-    ]
-    out["agentihooks_lease_losses_total"] = [
-        _line("agentihooks_lease_losses_total", {"swarm": entry.name}, lost)
-    ]
-    if entry.pass_seconds is not None:
-        out["agentihooks_pass_duration_seconds"] = [
-            _line("agentihooks_pass_duration_seconds", {"swarm": entry.name}, round(entry.pass_seconds, 6))
-        ]
-    return out
+class SwarmCollector(Collector):
+    """The families of the published swarms (blocking: reads Redis)."""
+
+    def __init__(self, state: ApiState, entries: Iterable[SwarmEntry]) -> None:
+        self.state = state
+        self.entries = list(entries)
+
+    def _redis_up(self) -> bool:
+        try:
+            return bool(self.state.redis.ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def collect(self) -> Iterator[Metric]:
+        up = self._redis_up()
+        self.state.metrics.redis_up.set(1 if up else 0)
+        counters = {
+            name: CounterMetricFamily(name, h, labels=["swarm", label])
+            for name, (h, _f, label) in COUNTERS.items()
+        }
+        spec = UnknownMetricFamily(
+            SPEC_OUTCOMES,
+            "Verified restore outcomes by continuity type: the spec's name for "
+            "agentihooks_restore_outcomes_total (same values; typed unknown because an OpenMetrics "
+            "counter must end in _total).",
+            labels=["swarm", "type"],
+        )
+        awaiting = GaugeMetricFamily(
+            AWAITING, "Seats whose fenced attempt waits for a restore decision.", labels=["swarm"]
+        )
+        held_g = GaugeMetricFamily(
+            "agentihooks_lease_held", "1 when this replica holds the swarm's lease, else 0.", labels=["swarm"]
+        )
+        last_pass = GaugeMetricFamily(
+            "agentihooks_pass_duration_seconds",
+            "Duration of the last recovery pass this replica ran as the swarm's lease holder.",
+            labels=["swarm"],
+        )
+        taken_c = CounterMetricFamily(
+            "agentihooks_lease_takeovers",
+            "Times this replica took the swarm's lease with a new epoch (a healthy holder renews, it "
+            "does not take again).",
+            labels=["swarm"],
+        )
+        lost_c = CounterMetricFamily(
+            "agentihooks_lease_losses",
+            "Times this replica lost a lease it held to another holder.",
+            labels=["swarm"],
+        )
+        for entry in self.entries:
+            self.state.metrics.ensure_swarm(entry.name)
+            taken, lost = entry.recovery.lease_churn()
+            taken_c.add_metric([entry.name], taken)
+            lost_c.add_metric([entry.name], lost)
+            if entry.pass_seconds is not None:
+                last_pass.add_metric([entry.name], round(entry.pass_seconds, 6))
+            if not up:
+                continue
+            try:
+                held = self.state.lease_held(entry)
+                held_g.add_metric([entry.name], 1 if held else 0)
+                if held:
+                    self._global(entry, counters, spec, awaiting)
+            except (redis.RedisError, OSError, RecoveryError) as e:
+                log.warning("metrics: swarm %s left out of this scrape (%s)", entry.name, type(e).__name__)
+        yield from counters.values()
+        yield spec
+        yield awaiting
+        yield held_g
+        yield taken_c
+        yield lost_c
+        yield last_pass
+
+    def _global(
+        self,
+        entry: SwarmEntry,
+        counters: dict[str, CounterMetricFamily],
+        spec: UnknownMetricFamily,
+        awaiting: GaugeMetricFamily,
+    ) -> None:
+        """The swarm-global families: read from Redis, exported by the lease holder only."""
+        raw = entry.recovery.metrics()
+        cards = entry.recovery.cards(entry.spec)
+        for name, (_help, family, _label) in COUNTERS.items():
+            values = {**dict.fromkeys(KNOWN[family], 0), **_family(raw, family)}
+            if family == "restore_outcomes_by_type":
+                for k, v in sorted(values.items()):
+                    spec.add_metric([entry.name, k], v)
+            for k, v in sorted(values.items()):
+                counters[name].add_metric([entry.name, k], v)
+        waiting = sum(1 for c in cards if c.binding == "awaiting decision")
+        awaiting.add_metric([entry.name], waiting)
 
 
-GAUGES = {
-    "agentihooks_seats_awaiting_decision": "Seats whose fenced attempt waits for a restore decision.",
-    "agentihooks_lease_held": "1 when this controller holds the swarm's lease.",
-    "agentihooks_pass_duration_seconds": "Duration of the swarm's last recovery pass.",
-}
+class Exposition(Collector):
+    """What one scrape answers: the process's instruments and the swarm families."""
+
+    def __init__(self, state: ApiState, entries: Iterable[SwarmEntry]) -> None:
+        self.swarms = SwarmCollector(state, entries)
+        self.state = state
+
+    def collect(self) -> Iterator[Metric]:
+        swarms = list(self.swarms.collect())  # first: it sets agentihooks_redis_up
+        yield from self.state.metrics.registry.collect()
+        yield from swarms
 
 
-#: Counters of this replica alone (a sum over replicas is the swarm's total).
-LOCAL_COUNTERS = {
-    "agentihooks_lease_takeovers_total": "Times this replica took the swarm's lease with a new epoch "
-    "(lease churn: a healthy holder renews, it does not take again).",
-    "agentihooks_lease_losses_total": "Times this replica lost a lease it held to another holder.",
-}
-
-
-def render(state: ApiState, entries: Iterable[SwarmEntry]) -> str:
-    """The whole exposition (blocking: reads Redis)."""
-    per: dict[str, list[str]] = {}
-    for entry in entries:
-        for name, lines in _swarm_lines(state, entry).items():
-            per.setdefault(name, []).extend(lines)
-    text: list[str] = []
-    for name, (kind, help_, _f, _l) in FAMILIES.items():
-        text += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", *per.get(name, [])]
-    for name, help_ in GAUGES.items():
-        text += [f"# HELP {name} {help_}", f"# TYPE {name} gauge", *per.get(name, [])]
-    for name, help_ in LOCAL_COUNTERS.items():
-        text += [f"# HELP {name} {help_}", f"# TYPE {name} counter", *per.get(name, [])]
-    return "\n".join(text) + "\n"
+def render(state: ApiState, entries: Iterable[SwarmEntry], accept: str | None = None) -> tuple[bytes, str]:
+    """The whole exposition and its content type, in the format ``accept`` asks for (blocking)."""
+    encoder, content_type = choose_encoder(accept or "")
+    return encoder(Exposition(state, entries)), content_type

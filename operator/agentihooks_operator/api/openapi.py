@@ -64,8 +64,11 @@ def _content(body: Any, components: dict[str, Any], *, error: bool) -> dict[str,
             "application/json": {"schema": _schema(body.answer, components)},
             "text/event-stream": {"schema": _event_schema(body.event, components)},
         }
-    if body == "text":
-        return {"text/plain": {"schema": {"type": "string"}}}
+    if body == "metrics":
+        return {
+            "text/plain": {"schema": {"type": "string"}},
+            "application/openmetrics-text": {"schema": {"type": "string"}},
+        }
     if body == "octet":
         return {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
     if error:

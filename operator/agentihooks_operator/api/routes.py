@@ -27,6 +27,7 @@ from .schemas import (
     LedgerAnswer,
     PauseAnswer,
     Readiness,
+    RestoreReport,
     SeatRequest,
     SessionReport,
     SizeAnswer,
@@ -49,7 +50,7 @@ class EventStream:
     event: type[BaseModel]
 
 
-Body = type[BaseModel] | EventStream | Literal["json", "text", "octet"] | None
+Body = type[BaseModel] | EventStream | Literal["json", "metrics", "octet"] | None
 
 
 @dataclass(frozen=True)
@@ -204,7 +205,13 @@ ROUTES: tuple[Route, ...] = (
         routes_ops.metrics,
         "Prometheus metrics",
         "none",
-        responses={200: ("metrics", "text"), 503: ("Redis is unavailable; retry after Retry-After", "json")},
+        responses={
+            200: (
+                "metrics: OpenMetrics 1.0 when Accept asks for it, else the text format 0.0.4 (Redis "
+                "unavailable: agentihooks_redis_up 0, the Redis-backed families left out)",
+                "metrics",
+            )
+        },
     ),
     Route(
         "GET",
@@ -258,6 +265,21 @@ ROUTES: tuple[Route, ...] = (
         "worker",
         WatermarkReport,
         {200: ("recorded", Accepted), **WORKER},
+    ),
+    Route(
+        "POST",
+        "/v1/executions/{execution}/restore-report",
+        routes_workers.restore_report,
+        "A worker reports its restore for the metrics: result or refusal reason, and its duration",
+        "worker",
+        RestoreReport,
+        {
+            200: ("counted (a repeat for the same execution is answered alike and not counted)", Accepted),
+            **DENIED,
+            400: ("invalid body", "json"),
+            **LARGE,
+            **WORKER_RETRY,
+        },
     ),
     Route(
         "GET",

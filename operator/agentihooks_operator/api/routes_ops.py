@@ -32,9 +32,11 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
+    """OpenMetrics when the scraper's ``Accept`` asks for it, else the classic text format."""
     state = state_of(request)
-    text = await blocking(_metrics.render, state, state.registry.entries())
-    return web.Response(text=text, headers={"Content-Type": _metrics.CONTENT_TYPE})
+    accept = request.headers.get("Accept", "")
+    body, content_type = await blocking(_metrics.render, state, state.registry.entries(), accept)
+    return web.Response(body=body, headers={"Content-Type": content_type, "Vary": "Accept"})
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -1,4 +1,5 @@
-"""What a worker reports: its restore outcome, and the heartbeats the fence reads.
+"""What a worker reports: its restore outcome, the heartbeats the fence reads, and its restore for the
+metrics (``restore-report``: counted by the replica that receives it, never a recovery input).
 
 Only the execution's own live worker credential is accepted; a fenced
 attempt's credential is revoked by the fence, so it is refused at once (403).
@@ -11,9 +12,9 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 from aiohttp import web
 
 from ..recovery import RecoveryRefused
-from .common import answer, blocking, body_model, worker_of
+from .common import answer, blocking, body_model, state_of, worker_of
 from .errors import HttpProblem
-from .schemas import Accepted, SessionReport, WatermarkReport
+from .schemas import Accepted, RestoreReport, SessionReport, WatermarkReport
 
 
 async def outcome(request: web.Request) -> web.Response:
@@ -46,4 +47,16 @@ async def watermark(request: web.Request) -> web.Response:
         await blocking(entry.recovery.report_watermark, execution, body.watermark)
     except RecoveryRefused as e:
         raise HttpProblem(409, e.reason, e.message) from e
+    return answer(Accepted())
+
+
+async def restore_report(request: web.Request) -> web.Response:
+    """Count the worker's restore (result, refusal reason, duration) in this replica's metrics, once per
+    execution; no lease needed, nothing in Redis changes."""
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    body = await body_model(request, RestoreReport)
+    state_of(request).metrics.worker_report(
+        entry.name, execution, body.result, body.reason, body.restore_seconds
+    )
     return answer(Accepted())

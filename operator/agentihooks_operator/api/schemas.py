@@ -48,6 +48,17 @@ class WatermarkReport(_In):
     watermark: JsonInt = Field(ge=0, le=2**53)
 
 
+class RestoreReport(_In):
+    """A worker's restore, for the metrics only: what it got (or that it refused), and how long its boot
+    took up to the verified restore. Never part of the recovery rules."""
+
+    result: Literal["native", "reconstructed", "fresh", "refused"]
+    #: The refusal reason (a fixed word of the refusal table); counted only with ``refused``.
+    reason: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    #: Seconds from the worker's boot to its verified restore (or its refusal).
+    restore_seconds: float | None = Field(default=None, ge=0, le=86400)
+
+
 class Problem(BaseModel):
     error: str
     message: str

@@ -17,6 +17,7 @@ import redis
 from agentihooks_checkpoint.catalog import CheckpointCatalog, EmptyCatalog
 from agentihooks_checkpoint.stores.base import CheckpointStore
 
+from ..instruments import OperatorMetrics
 from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
 from .errors import unknown_swarm
 from .registry import SwarmEntry, SwarmRegistry
@@ -45,6 +46,8 @@ class ApiState:
     key_prefix: str = "agentihooks"
     #: Seconds a scan for swarms' credential hashes is reused (bounds the cost of unknown callers).
     rescan_seconds: float = 1.0
+    #: This process's own Prometheus instruments (the operator shares its instance with the API).
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     _scan_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _known_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _known: tuple[float, frozenset[bytes]] = field(

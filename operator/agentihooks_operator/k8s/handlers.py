@@ -31,6 +31,8 @@ from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
+from .. import instruments
+from ..instruments import TimedLauncher
 from ..recovery import HttpBrokers, LeaseLost, Recovery
 from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
@@ -192,12 +194,15 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         leftovers=RedisLeftovers(memo["redis"], keys),
         faults=memo.get("faults"),
     )
+    metrics = instruments.of(memo)
+    metrics.ensure_swarm(name)  # its series exist at 0 before its first pass
+    timed = TimedLauncher(launcher, metrics=metrics, client=memo["redis"], keys=keys, clock=memo["clock"])
     recovery = Recovery(
         memo["redis"],
         name,
         holder=config.operator_id,
         catalog=memo["catalog"],
-        launcher=launcher,
+        launcher=timed,
         prefix=config.swarm_key_prefix,
         lease_ms=config.lease_ms,
         clock=memo["clock"],
@@ -300,6 +305,8 @@ async def _loop(
         except Exception as e:  # a bug must not park the swarm for kopf's default minute
             log.exception("recovery pass of %s/%s failed unexpectedly", namespace, name)
             raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
+        if result is not None and result.leader and runner.last_pass_seconds is not None:
+            instruments.of(memo).observe_pass(name, runner.last_pass_seconds)
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
         await _until_next_pass(runner, spec, trigger, stopped, stopping)

@@ -13,10 +13,10 @@ collector takes their ReplicaSets and Pods, and what the chart promises to keep 
 checkpoint claim, ``helm.sh/resource-policy: keep``, and the Redis data claim, retained by the
 StatefulSet's claim retention policy).
 
-The ServiceMonitor CRD of the Prometheus Operator does not exist on a bare control plane; this module
-installs a minimal one (group, names, scope and the fields the chart writes typed as upstream types
-them, durations with upstream's pattern) so that the bucket-store value set's ServiceMonitor is
-validated instead of skipped.
+The ServiceMonitor and PrometheusRule CRDs of the Prometheus Operator do not exist on a bare control
+plane; this module installs minimal ones (group, names, scope and the fields the chart writes typed as
+upstream types them, durations with upstream's pattern) so that the bucket-store value set's
+ServiceMonitor and PrometheusRule (``prometheusRule.enabled=true``) are validated instead of skipped.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import pytest
 import yaml
 from testsupport.controlplane import ControlPlane
 from testsupport.helm import CHART, Helm, value_sets
+from testsupport.prometheus import PROMETHEUS_RULE_CRD
 from testsupport.realcluster import apply, create_namespace
 
 pytestmark = pytest.mark.slow
@@ -128,23 +129,28 @@ INSTALLS: dict[str, Path | None] = {"chart-defaults": None, **value_sets()}
 
 @pytest.fixture(scope="module")
 def service_monitor_crd(control_plane: ControlPlane) -> Iterator[None]:
-    name = SERVICE_MONITOR_CRD["metadata"]["name"]
+    """The ServiceMonitor and PrometheusRule CRDs, established and served."""
+    crds = (SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD)
     with control_plane.client() as http:
-        apply(http, SERVICE_MONITOR_CRD)
-        deadline = time.monotonic() + 30
-        while True:
-            status = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()
-            conds = (status.get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                break
-            assert time.monotonic() < deadline, "the ServiceMonitor CRD was never Established"
-            time.sleep(0.1)
-        while http.get("/apis/monitoring.coreos.com/v1/servicemonitors").status_code != 200:
-            assert time.monotonic() < deadline, "the ServiceMonitor resource was never served"
-            time.sleep(0.1)
+        for crd in crds:
+            name, kind = crd["metadata"]["name"], crd["spec"]["names"]["kind"]
+            apply(http, crd)
+            deadline = time.monotonic() + 30
+            while True:
+                status = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()
+                conds = (status.get("status") or {}).get("conditions") or []
+                if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                    break
+                assert time.monotonic() < deadline, f"the {kind} CRD was never Established"
+                time.sleep(0.1)
+            plural = crd["spec"]["names"]["plural"]
+            while http.get(f"/apis/monitoring.coreos.com/v1/{plural}").status_code != 200:
+                assert time.monotonic() < deadline, f"the {kind} resource was never served"
+                time.sleep(0.1)
     yield
     with control_plane.client() as http:
-        http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        for crd in crds:
+            http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}")
 
 
 class Api:
@@ -305,6 +311,18 @@ def test_helm_install_and_uninstall_on_the_real_api_server(
                 assert found["metadata"]["labels"]["app.kubernetes.io/instance"] == release
             if values is not None and "serviceMonitor" in values.read_text():
                 assert "ServiceMonitor" in kinds
+            if values is not None and "prometheusRule" in values.read_text():
+                assert "PrometheusRule" in kinds
+                rule = next(d for d in manifest if d["kind"] == "PrometheusRule")
+                stored = api.get(rule, namespace)
+                assert stored is not None and stored["spec"] == rule["spec"], "nothing pruned or refused"
+                bad = {**rule, "metadata": {"name": "typo", "namespace": namespace}}
+                typo = {"alert": "A", "expr": "1", "for": "5 min"}
+                bad["spec"] = {"groups": [{"name": "g", "rules": [typo]}]}
+                refused = http.post(
+                    f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/prometheusrules", json=bad
+                )
+                assert refused.status_code == 422, "the typed CRD checks what the chart writes"
 
             kept: list[tuple[str, dict[str, Any]]] = []
             for doc in manifest:

@@ -12,7 +12,7 @@ from testsupport.helm import CHART, NAMESPACE, Helm, by_kind, env_of, one, value
 VALUE_SETS = value_sets()
 K8S_VERSIONS = ["1.30.0", "1.35.0"]
 # Kinds whose schema is not part of Kubernetes (checked by shape below instead).
-FOREIGN_KINDS = {"ServiceMonitor"}
+FOREIGN_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 
 def test_value_sets_cover_the_issue() -> None:
@@ -146,6 +146,10 @@ def test_bucket_store_and_optional_objects(helm: Helm) -> None:
     monitor = one(docs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    rule = one(docs, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus" and rule["spec"]["groups"]
+    [dashboard] = [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-dashboard")]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     policies = {p["metadata"]["name"]: p for p in by_kind(docs, "NetworkPolicy")}
     assert set(policies) == {"rel-agentihooks-recovery", "rel-agentihooks-recovery-redis"}
     redis_from = policies["rel-agentihooks-recovery-redis"]["spec"]["ingress"][0]["from"]

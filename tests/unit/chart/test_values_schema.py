@@ -40,6 +40,22 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("typo inside an affinity", {"redis": {"embedded": {"affinity": {"nodeAfinity": {}}}}}, "nodeAfinity"),
     ("env var without a name", {"operator": {"extraEnv": [{"value": "x"}]}}, "/operator/extraEnv/0"),
     ("peer with a wrong type", {"networkPolicy": {"allowedFrom": [{"podSelector": "app=x"}]}}, "podSelector"),
+    (
+        "alert duration in words",
+        {"prometheusRule": {"awaitingDecisionFor": "half an hour"}},
+        "/prometheusRule/awaitingDecisionFor",
+    ),
+    (
+        "alert threshold as text",
+        {"prometheusRule": {"leaseChurnThreshold": "3"}},
+        "/prometheusRule/leaseChurnThreshold",
+    ),
+    ("typo in the rule values", {"prometheusRule": {"enable": True}}, "enable"),
+    (
+        "dashboard label with a space",
+        {"grafanaDashboard": {"label": "grafana dashboard"}},
+        "/grafanaDashboard/label",
+    ),
 ]
 
 

@@ -5,7 +5,9 @@ control API's scoped routes, authorised by the attempt's own worker credential
 (``AGENTIHOOKS_WORKER_TOKEN``). The controller lets it read only the
 checkpoint its directive names and write only under its own task and
 generation scope; uploads and downloads are streamed. :class:`ControlReporter`
-sends the restore outcome and the session/watermark heartbeats the same way.
+sends the restore outcome and the session/watermark heartbeats the same way, and
+the restore report the controller's metrics count (best effort, see
+:meth:`ControlReporter.report_restore`).
 
 The controller may be away for a while (a rolling update, a restart, a
 replica losing its lease): every call is retried on connection errors,
@@ -46,6 +48,8 @@ FIRST_WAIT = 0.25
 MAX_WAIT = 5.0
 #: Per attempt: connecting, and any pause between bytes while reading or writing.
 TIMEOUT = httpx.Timeout(60.0, connect=10.0, pool=10.0)
+#: How long a restore report (for the controller's metrics only) is retried: it never holds a worker up.
+REPORT_RETRY_SECONDS = 5.0
 
 
 def retry_seconds_from(environ: Mapping[str, str]) -> float:
@@ -373,6 +377,15 @@ class ControlReporter:
         self._c = _Client(
             control_url, execution_id, token, http, retry_seconds=retry_seconds, retries=retries, sleep=sleep
         )
+        self._quick = _Client(
+            control_url,
+            execution_id,
+            token,
+            self._c.http,
+            retry_seconds=min(retry_seconds, REPORT_RETRY_SECONDS),
+            retries=retries,
+            sleep=sleep,
+        )
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         resp = self._c.request("POST", path, json=body)
@@ -402,3 +415,23 @@ class ControlReporter:
         if execution_id != self._c.execution_id:
             raise CheckpointError("a refusal is reported only for this worker's own execution")
         self._post("/restore-refusal", {"execution_id": execution_id, "reason": reason, "message": message})
+
+    def report_restore(
+        self, result: str, *, reason: str | None = None, restore_seconds: float | None = None
+    ) -> bool:
+        """The restore for the controller's metrics (``POST .../restore-report``): ``native``,
+        ``reconstructed``, ``fresh`` or ``refused`` with its ``reason``, and the seconds the boot took.
+
+        Best effort, briefly retried: never raises; False when it was not counted (an older controller
+        without the route answers 404, an unreachable one is given up after a few seconds).
+        """
+        body: dict[str, Any] = {"result": result}
+        if reason is not None:
+            body["reason"] = reason
+        if restore_seconds is not None:
+            body["restore_seconds"] = round(max(0.0, restore_seconds), 3)
+        try:
+            resp = self._quick.request("POST", "/restore-report", json=body)
+        except CheckpointError:
+            return False
+        return resp.status_code == 200
