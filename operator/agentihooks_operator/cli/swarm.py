@@ -176,12 +176,16 @@ def status(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON; the cards are under handoffs.")
     ] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Every column, nothing cut (the default fits 120 columns).")
+    ] = False,
 ) -> None:
     """Seats, the pause switch and the handoff cards."""
 
     def body() -> None:
         b = _client(ctx).call("GET", f"/v1/swarms/{_swarm(ctx)}/status").body
-        typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else render.status_text(b))
+        text = json.dumps(b, indent=2, sort_keys=True) if as_json else render.status_text(b, wide=wide)
+        typer.echo(text)
 
     run(body)
 
