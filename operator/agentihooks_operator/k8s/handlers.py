@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
+import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -102,6 +105,8 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.cleanup()
 def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    for thread in list(memo.get("winding") or []):  # stopped daemons still releasing with the clients
+        thread.join(timeout=15)
     for held in list((memo.get("passes") or {}).values()):
         held.close()
         _release(held)  # a clean stop hands every swarm to another replica at once
@@ -248,10 +253,49 @@ async def recovery_loop(
     finally:
         held: SwarmPass | None = memo["passes"].get(key)
         if held is not None:
-            await asyncio.to_thread(held.close)
-            if stopped or _stopping_flag(memo)():
-                # Shutting down or the Swarm is gone: let another replica take over at once.
-                await asyncio.to_thread(_release, held)
+            # Shutting down or the Swarm is gone: let another replica take over at once. kopf
+            # cancels a deleted Swarm's daemon right after signalling it; an await of the executor
+            # here was cancelled with it (a queued call is dropped), so the lease stayed held until
+            # its TTL. A thread of its own runs to the end whatever happens to this task.
+            give_up = bool(stopped) or _stopping_flag(memo)()
+            await _in_own_thread(memo, functools.partial(_wind_down, held, give_up), f"wind-down-{name}")
+
+
+def _in_own_thread(memo: Any, call: Callable[[], None], name: str) -> asyncio.Future[None]:
+    """Run ``call`` in a new thread (kept in the memo for ``cleanup``); the future ends with it, and
+    cancelling the future stops nothing."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def done() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def run() -> None:
+        try:
+            call()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop may be closed by then
+                loop.call_soon_threadsafe(done)
+
+    thread = threading.Thread(target=run, name=name)
+    memo["winding"] = [t for t in memo.get("winding") or [] if t.is_alive()] + [thread]
+    thread.start()
+    return finished
+
+
+def _wind_down(held: SwarmPass, give_up: bool) -> None:
+    """Close the swarm's pass and, when ``give_up``, release its lease.
+
+    At the operator's exit this may race the clean-up closing the clients; a release that fails
+    then only leaves the lease to expire (its TTL), so it is one log line, not a thread's crash.
+    """
+    try:
+        held.close()
+        if give_up:
+            _release(held)
+    except (OSError, ValueError, redis.RedisError) as e:
+        log.warning("winding down the pass of %s: %s", held.owner.name, e)
 
 
 def _post_refusal(memo: Any, key: tuple[str, str], body: Any, message: str) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,6 +124,20 @@ class SwarmPass:
             raise
         return {str(n["metadata"]["name"]): n for n in items}
 
+    def _nodes_of(
+        self, pods: Mapping[str, Mapping[str, Any]], nodes: dict[str, dict[str, Any]] | None
+    ) -> dict[str, dict[str, Any]] | None:
+        """The Nodes, listed again when a Pod is bound to one the first list lacks.
+
+        The Nodes are listed beside the Pods, not after them: a Node that joined (and got a Pod
+        bound to it) between the two reads would look deleted, and its healthy Pods lost. Only a
+        Node missing from a list taken after the Pods' is gone.
+        """
+        if nodes is None:
+            return None
+        bound = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods.values()} - {""}
+        return self._nodes() if bound - nodes.keys() else nodes
+
     # -- the pass ------------------------------------------------------------------------------
     def keepalive(self) -> None:
         """Renew the lease when a long pass has used a third of it; stop the pass if it is gone.
@@ -185,7 +199,7 @@ class SwarmPass:
         observations = observe(
             attempts,
             pods,
-            nodes.result(),
+            self._nodes_of(pods, nodes.result()),
             grace=self.grace,
             grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
             node_lost_after_s=self.node_lost_after_s,

@@ -516,3 +516,42 @@ async def _swarm_event(cluster: Cluster, text: str) -> bool:
     return any(
         e["involvedObject"]["kind"] == "Swarm" and text in e["message"] for e in await cluster.events()
     )
+
+
+# -- a stale read: a Node that joins between the pass's reads ------------------------------------
+async def test_a_pod_on_a_node_that_joined_between_the_reads_is_not_lost(
+    cluster: Cluster, kubelet: Kubelet, redis_url: str
+) -> None:
+    """A pass lists the Nodes beside the Pods. A Node that registers, and gets the seat's Pod bound
+    to it, after the Nodes were listed but before the Pods were is missing from the first list:
+    the running Pod looked like one on a deleted Node and was fenced node_lost (a healthy seat
+    killed). The pass reads the Pods only after the Nodes here (deterministically, through its two
+    read methods), and the seat must stay running, unfenced."""
+    key = (cluster.namespace, "example")
+    async with running_operator(cluster, redis_url, operator_id="op-a") as memo:
+        await cluster.create_swarm("example", swarm_spec(interval=0.3))
+        [pod] = await eventually(lambda: cluster.pods("example"), what="the seat's Pod")
+        name, execution = pod["metadata"]["name"], eid(pod)
+        runner = await eventually(lambda: memo["passes"].get(key), what="the swarm's pass")
+        read_nodes, read_pods = runner._nodes, runner._pods
+        listed, go = threading.Event(), threading.Event()
+
+        def nodes_first() -> Any:
+            nodes = read_nodes()
+            listed.set()
+            return nodes
+
+        def pods_after() -> Any:
+            go.wait(60)  # the same pass listed the Nodes just before (nodes_first)
+            return read_pods()
+
+        runner._nodes, runner._pods = nodes_first, pods_after
+        await eventually(listed.is_set, what="a pass that listed the Nodes")
+        await kubelet.set_status(name, kl.running(), node_name="joined-node")  # registers the Node
+        go.set()
+        await eventually(lambda: _status(cluster, running=1), what="the seat seen running")
+        runner._nodes, runner._pods = read_nodes, read_pods
+        await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="still running")
+        assert fence(redis_url, "example", execution) is None, "a running seat is never fenced"
+        assert [p["metadata"]["name"] for p in await cluster.pods("example")] == [name]
+    assert cluster.count("delete", "pods") == 0

@@ -6,7 +6,9 @@
   recovery loop has stopped; then kube-controller-manager's garbage collector
   deletes every dependent. The operator itself deletes none of them (the audit
   log shows no delete from it after the Swarm's), creates nothing more, and
-  gives the swarm's lease up.
+  gives the swarm's lease up, even when winding the loop down is slow (kopf
+  cancels the daemon of a deleted Swarm right after signalling it; the release
+  used to be skipped then, leaving the lease held until its TTL).
 
 * The operator logs in from a kubeconfig that holds only a client certificate
   (no token): the API server authenticates it as the certificate's CN, a User
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -58,8 +61,11 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     keys = SwarmKeys("agentihooks", "example")
-    async with running_operator(cluster, redis_url, operator_id="op-a"):
-        created = await cluster.create_swarm("example", swarm_spec(seats=2, interval=0.3))
+    # A lease far longer than the test: only a release, not its expiry, frees it below. Pod events
+    # start the passes; the long interval keeps the loop waiting between them, where kopf's cancel
+    # of the deleted Swarm's daemon lands on its wind-down.
+    async with running_operator(cluster, redis_url, operator_id="op-a", lease_ms=120_000) as memo:
+        created = await cluster.create_swarm("example", swarm_spec(seats=2, interval=5))
         uid = created["metadata"]["uid"]
         first = await running_seat(cluster, kubelet, "example")
         await eventually(lambda: _count_pods(cluster, 2), what="both seats' Pods")
@@ -100,6 +106,16 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
         deletes_before = {r: cluster.count("delete", r) for r in owned}
         creates_before = {r: cluster.count("create", r) for r in owned}
 
+        # Winding the swarm's pass down takes a while (Events still being posted, a loaded node): kopf
+        # cancels a deleted Swarm's daemon meanwhile, and the lease must be given up all the same.
+        runner = memo["passes"][(cluster.namespace, "example")]
+        close = runner.close
+
+        def close_slowly() -> None:
+            time.sleep(2)
+            close()
+
+        runner.close = close_slowly
         r = await cluster.http.delete(SWARMS.format(ns=cluster.namespace) + "/example")
         assert r.status_code in (200, 202), r.text
         await eventually(
@@ -113,7 +129,9 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
                 timeout=90,
                 what=f"the garbage collector deleting the Swarm's {resource}",
             )
-        assert client.get(keys.control_owner) is None, "the operator gave the swarm's lease up"
+        await eventually(
+            lambda: client.get(keys.control_owner) is None, what="the operator giving the swarm's lease up"
+        )
 
     # The operator released the finalizer (a patch of the Swarm by its identity) and deleted nothing
     # and created nothing after the Swarm's deletion: the dependents went with the garbage collector.
