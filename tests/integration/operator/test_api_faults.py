@@ -30,6 +30,10 @@
   delay (the operator process keeps running), nothing is launched, the failed
   attempt is fenced and released once, and once the rule is back the seat is
   replaced exactly once.
+
+* **A stale read**: a Node that registers (and gets the seat's Pod bound to it)
+  between the pass's read of the Nodes and its read of the Pods; the running
+  seat used to be fenced node_lost as if its Node were deleted.
 """
 
 from __future__ import annotations
