@@ -8,7 +8,9 @@
   watches reconnect, and the recovery finishes with exactly one replacement Pod
   and each release once. A second Swarm created after the restart is then
   launched and its Pod's status change is published with a ten-minute pass
-  interval, which only the re-established watches can do.
+  interval, which only the re-established watches can do. A restarted API
+  server answers before its RBAC caches are filled and refuses (403) meanwhile:
+  those refusals must all fall inside the outage, and were retried.
 
 * **Status writes and 409 conflicts.** Every write of the Swarm's status (the
   pass's counts and handoff cards, ``k8s/swarmpass.py``; the ``SpecValid``
@@ -25,8 +27,8 @@
   kept too, and that none of the operator's status writes was refused.
 
 * **An RBAC denial** (a rule taken out of the operator's Role): the refused call
-  is reported by verb, resource and namespace (the operator's log, and an Event
-  on the Swarm posted by kopf for the failed pass), the pass is retried after a
+  is reported by verb, resource and namespace (one line in the operator's log,
+  and a ``Forbidden`` Warning Event on the Swarm), the pass is retried after a
   delay (the operator process keeps running), nothing is launched, the failed
   attempt is fenced and released once, and once the rule is back the seat is
   replaced exactly once.
