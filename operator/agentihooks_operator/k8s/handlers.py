@@ -308,7 +308,7 @@ def _post_refusal(memo: Any, key: tuple[str, str], body: Any, message: str) -> N
 
 def _release(held: SwarmPass) -> None:
     try:
-        held.recovery.release()
+        held.recovery.give_up()
     except (redis.RedisError, RecoveryError) as e:
         log.warning("could not give up the lease of %s: %s", held.owner.name, e)
 

@@ -31,8 +31,13 @@ class Lease:
         #: only: a sum over replicas is the swarm's lease churn).
         self.taken = 0
         self.lost = 0
+        #: Set by :meth:`retire`: this instance never takes the lease again.
+        self.retired = False
 
     def acquire(self) -> bool:
+        if self.retired:  # a pass still running after the wind-down must not take the lease back
+            self.w.epoch = 0
+            return False
         keys = [self.w.keys.control_owner, self.w.keys.control_epoch]
         args: list[str | int] = [self.w.holder, self.w.epoch, self.lease_ms, self.w.now_arg()]
         self.w.trip()
@@ -70,6 +75,16 @@ class Lease:
         done = bool(self._release(keys=keys, args=[self.w.holder, self.w.epoch]))
         self.w.epoch = 0
         return done
+
+    def retire(self) -> bool:
+        """Give the lease up for good: a later :meth:`acquire` of this instance is refused.
+
+        The wind-down of a stopping operator releases the lease while a pass may still be running
+        in its thread; without the latch that pass's next renewal would take the lease again, with
+        a new epoch, and keep it until its TTL ran out.
+        """
+        self.retired = True
+        return self.release()
 
     def owner(self) -> ControlOwner | None:
         self.w.trip()

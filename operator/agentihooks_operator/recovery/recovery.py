@@ -88,6 +88,11 @@ class Recovery:
         """Give the lease up on a clean shutdown."""
         return self._lease.release()
 
+    def give_up(self) -> bool:
+        """Release the lease and never take it again through this instance (the operator is
+        stopping, or the Swarm is gone)."""
+        return self._lease.retire()
+
     def load_scripts(self) -> None:
         """Load all Lua scripts now (one round trip); optional, they also load on first use."""
         self._w.preload([self._lease._acquire, self._lease._release])

@@ -5,7 +5,8 @@ kube-controller-manager; the real operator and its control API as a process;
 the simulated kubelet running every Pod as a real ``agentihooks-worker boot``
 with ``checkpoint_remote``). Two seats capture native checkpoints and are
 OOM-killed together; the operator resumes both natively. As the kubelet
-starts the first replacement, the operator process is SIGKILLed; it is started
+starts the last of the two replacements, the operator process is SIGKILLed (so
+both exist whatever order the operator created them in); it is started
 again (same command, same environment, same port) 10 seconds later. Both
 replacements keep retrying their store reads and outcome reports, restore
 natively from their checkpoints and have their outcomes stored as verified;
@@ -52,16 +53,19 @@ def spec() -> dict[str, Any]:
 
 
 class Killer:
-    """Kills the operator process once, when the kubelet admits the first replacement Pod."""
+    """Kills the operator process once, when the kubelet admits the last seat's replacement Pod."""
 
     def __init__(self) -> None:
         self.operator: Child | None = None
+        self.replacements: set[str] = set()
         self.argv: list[str] = []
         self.env: dict[str, str] = {}
         self.killed = asyncio.Event()
 
     def plan(self, run: PodRun) -> str | dict[str, str]:
-        if run.generation == 2 and self.operator is not None and not self.killed.is_set():
+        if run.generation == 2:
+            self.replacements.add(run.seat)
+        if self.replacements == set(SEATS) and self.operator is not None and not self.killed.is_set():
             pid = self.operator.proc.pid
             raw = Path(f"/proc/{pid}/environ").read_bytes()
             self.env = dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
@@ -96,7 +100,7 @@ async def test_replacements_restore_through_an_operator_restart(tmp_path: Path) 
             captured = {s: await w.captured(run, native=True) for s, run in firsts.items()}
             for run in firsts.values():
                 await kubelet.oom_kill(run)
-            await asyncio.wait_for(killer.killed.wait(), 120)  # killed as the first replacement starts
+            await asyncio.wait_for(killer.killed.wait(), 120)  # killed as the last replacement starts
             seconds = [await w.run_of(s, 2) for s in SEATS]
             await asyncio.sleep(RESTART_AFTER_S)
             for run in seconds:  # still restoring: retrying while the controller is away

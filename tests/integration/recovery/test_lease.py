@@ -69,6 +69,19 @@ def test_release_lets_another_controller_in(make) -> None:  # type: ignore[no-un
     assert b.acquire() and b.epoch == 2
 
 
+def test_a_given_up_lease_is_never_taken_back_by_the_same_instance(make, client) -> None:  # type: ignore[no-untyped-def]
+    """The wind-down gives the lease up while a pass may still run: that pass may not retake it."""
+    a = make("ctl-a")
+    assert a.acquire() and a.epoch == 1
+    assert a.give_up() is True
+    assert client.get(a.keys.control_owner) is None
+    assert a.acquire() is False and a.epoch == 0
+    assert client.get(a.keys.control_owner) is None, "nothing was written"
+    assert int(client.get(a.keys.control_epoch)) == 1, "no new epoch was taken"
+    b = make("ctl-b")
+    assert b.acquire() and b.epoch == 2
+
+
 def test_lease_too_short_is_refused(make) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="lease_ms"):
         make("ctl-a", lease_ms=5)
