@@ -55,6 +55,7 @@ import redis
 from agentihooks_checkpoint.catalog import CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_operator.recovery import AttemptObservation, LaunchPlan, LeaseLost, Recovery
+from agentihooks_operator.recovery.clock import RedisClock
 from agentihooks_operator.swarm import SwarmSpec
 
 TAG = "v1"
@@ -394,7 +395,7 @@ async def plane_size(
         kube=kube,
         redis=client,
         catalog=realplane.NativeCatalog(),
-        clock=handlers._redis_clock(client),
+        clock=RedisClock(client),
     )
     runner = handlers._build_pass(memo, name, cluster.namespace, body["metadata"]["uid"], body)
     spec = handlers.parse_spec(body["spec"])

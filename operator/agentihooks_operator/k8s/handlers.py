@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from .. import instruments
 from ..instruments import TimedLauncher
 from ..recovery import HttpBrokers, LeaseLost, Recovery
+from ..recovery.clock import RedisClock
 from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
@@ -62,14 +63,6 @@ def parse_spec(raw: Any) -> SwarmSpec:
         raise InvalidSwarm("invalid Swarm spec: " + "; ".join(parts)) from e
 
 
-def _redis_clock(client: redis.Redis) -> Callable[[], int]:
-    def now_ms() -> int:
-        seconds, micros = client.time()
-        return int(seconds) * 1000 + int(micros) // 1000
-
-    return now_ms
-
-
 @kopf.on.login()
 def login(settings: kopf.OperatorSettings, logger: Any, **_: Any) -> Any:
     """kopf logs in through the ``kubernetes`` package, as the operator's own client does (any kubeconfig)."""
@@ -92,7 +85,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
         except NoCredentials as e:
             raise kopf.LoginError(str(e)) from e
     if memo.get("clock") is None:
-        memo["clock"] = _redis_clock(memo["redis"])
+        memo["clock"] = RedisClock(memo["redis"])
     if memo.get("catalog") is None:
         store = store_from_env(os.environ)
         memo["catalog"] = store if store is not None else EmptyCatalog()
@@ -227,6 +220,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         cleanup=launcher.clean_leftovers,
         refusals=launcher.take_refusals,
         stopping=_stopping_flag(memo),
+        placed=_placed(memo, namespace, name),
     )
     launcher.guard = runner.keepalive
     return runner
@@ -354,6 +348,14 @@ async def _loop(
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
         await _until_next_pass(runner, spec, trigger, stopped, stopping)
+
+
+def _placed(memo: Any, namespace: str, name: str) -> Callable[[], bool]:
+    """Whether the placement among replicas (``memo["placement"]``, if any) gives this replica the swarm."""
+    placement = memo.get("placement")
+    if placement is None:
+        return lambda: True
+    return functools.partial(placement.mine, namespace, name)
 
 
 def _stopping_flag(memo: Any) -> Callable[[], bool]:

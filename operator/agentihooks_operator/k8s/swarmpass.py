@@ -76,9 +76,14 @@ class SwarmPass:
         cleanup: Callable[[], object] | None = None,
         refusals: Callable[[], list[ApiError]] | None = None,
         stopping: Callable[[], bool] | None = None,
+        placed: Callable[[], bool] | None = None,
     ) -> None:
         #: True once the operator was told to stop: from then on no pass takes the lease.
         self._stopping = stopping or (lambda: False)
+        #: Whether this replica should hold the swarm now (the placement among replicas, see
+        #: :mod:`.placement`): when it says no, a holder hands the lease over between passes and
+        #: a non-holder leaves it alone.
+        self._placed = placed or (lambda: True)
         self._closing = closing
         self._cleanup = cleanup
         self._refusals = refusals
@@ -155,10 +160,19 @@ class SwarmPass:
         """Keep (or take) the lease between passes; never while the operator is stopping."""
         if self._stopping():
             return False
+        if not self._placed():
+            self._hand_over()
+            return False
         if not self.recovery.acquire():
             return False
         self._renewed_at = time.monotonic()
         return True
+
+    def _hand_over(self) -> None:
+        """Release the lease if this replica holds it (between passes: nothing is in flight), so the
+        replica the placement prefers takes it at its next renewal."""
+        if self.recovery.epoch and self.recovery.release():
+            log.info("swarm %s/%s: lease handed over (placement)", self.owner.namespace, self.owner.name)
 
     def run(self, spec: SwarmSpec) -> PassResult:
         """One pass; calls RBAC refused (403), in a step or in the pass itself, end it as
@@ -186,7 +200,12 @@ class SwarmPass:
 
     def _run(self, spec: SwarmSpec) -> PassResult:
         t0 = time.perf_counter()
-        if self._stopping() or not self.recovery.acquire():
+        if self._stopping():
+            return PassResult(leader=False)
+        if not self._placed():
+            self._hand_over()
+            return PassResult(leader=False)
+        if not self.recovery.acquire():
             return PassResult(leader=False)
         self._renewed_at = time.monotonic()
         if self._seen_events is None:  # entries older than this process were published before

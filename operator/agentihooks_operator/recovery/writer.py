@@ -60,7 +60,11 @@ class Writer:
         self.trip()
 
     def now_arg(self) -> str:
-        return "" if self.clock is None else str(int(self.clock()))
+        """The time a script is given: none when the clock is Redis's own (the script reads ``TIME``
+        inside Redis, no round trip of its own), else the injected clock's reading."""
+        if self.clock is None or getattr(self.clock, "server_side", False):
+            return ""
+        return str(int(self.clock()))
 
     def trip(self, n: int = 1) -> None:
         with self._lock:

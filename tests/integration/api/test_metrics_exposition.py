@@ -15,8 +15,8 @@ import redis
 from agentihooks_operator.api import ApiState, SwarmRegistry
 from agentihooks_operator.api.metrics import GLOBAL
 from agentihooks_operator.instruments import OperatorMetrics, TimedLauncher
-from agentihooks_operator.k8s.handlers import _redis_clock
 from agentihooks_operator.recovery import Recovery
+from agentihooks_operator.recovery.clock import RedisClock
 from agentihooks_operator.recovery.keys import SwarmKeys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
@@ -126,7 +126,7 @@ def test_failover_latency_runs_from_the_fence_to_the_replacement_created(
         metrics=metrics,
         client=client,
         keys=SwarmKeys("agentihooks", swarm),
-        clock=_redis_clock(client),
+        clock=RedisClock(client),
     )
     from agentihooks_checkpoint.stores.local import LocalStore
 
