@@ -53,6 +53,11 @@ STATUS_SCHEMA: dict[str, Any] = {
             "type": "integer",
             "description": "Epoch of the Swarm's Redis lease (the fencing token) of the writing operator.",
         },
+        "foreignPods": {
+            "type": "integer",
+            "description": "Pods carrying the Swarm's label but another `controller-owner` value: "
+            "counted and reported, never fenced, deleted or replaced.",
+        },
         "observedGeneration": {
             "type": "integer",
             "description": "The `metadata.generation` this status was computed for.",
@@ -88,6 +93,15 @@ STATUS_SCHEMA: dict[str, Any] = {
     },
     # kopf keeps its own bookkeeping under status; let it through.
     "x-kubernetes-preserve-unknown-fields": True,
+}
+
+
+#: The ``controller-owner`` label value ``agentihooks-swarm-<name>`` must fit a label value (63).
+MAX_NAME = 45
+NAME_RULE: dict[str, str] = {
+    "rule": f"self.metadata.name.size() <= {MAX_NAME}",
+    "message": f"a Swarm name is at most {MAX_NAME} characters: its Pods are labelled "
+    "controller-owner=agentihooks-swarm-<name>, and a label value holds 63",
 }
 
 
@@ -180,6 +194,7 @@ def crd_manifest() -> dict[str, Any]:
                                 "spec": spec_schema(),
                                 "status": STATUS_SCHEMA,
                             },
+                            "x-kubernetes-validations": [NAME_RULE],
                         }
                     },
                 }

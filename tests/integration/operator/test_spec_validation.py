@@ -32,6 +32,36 @@ async def test_the_api_server_refuses_a_spec_the_schema_rules_out(cluster: Clust
     assert await cluster.get(f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/x") is None
 
 
+async def test_the_api_server_refuses_a_swarm_name_too_long_for_its_pod_label(cluster: Cluster) -> None:
+    """``controller-owner=agentihooks-swarm-<name>`` must fit a label value: 45 characters pass, 46 do not."""
+    base = f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms"
+    for name, status in (("s" * 46, 422), ("s" * 45, 201)):
+        r = await cluster.http.post(
+            base,
+            json={
+                "apiVersion": "agentihooks.io/v1alpha1",
+                "kind": "Swarm",
+                "metadata": {"name": name},
+                "spec": swarm_spec(),
+            },
+        )
+        assert r.status_code == status, r.text
+    assert "a Swarm name is at most 45 characters" in str(
+        (
+            await cluster.http.post(
+                base,
+                json={
+                    "apiVersion": "agentihooks.io/v1alpha1",
+                    "kind": "Swarm",
+                    "metadata": {"name": "t" * 50},
+                    "spec": swarm_spec(),
+                },
+            )
+        ).json()
+    )
+    assert await cluster.get(f"{base}/{'s' * 46}") is None
+
+
 async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster, redis_url: str) -> None:
     bad = swarm_spec(seats=2)
     bad["seats"][1]["name"] = bad["seats"][0]["name"]  # the schema cannot say "unique"; the operator can
