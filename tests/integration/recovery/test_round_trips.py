@@ -1,27 +1,46 @@
 """Round trips per pass: constant for healthy attempts, a bounded handful per failed attempt.
 
-Counted at the connection (one per command or pipeline sent), not by the core itself.
+Counted at the connection (one per command or pipeline sent), not by the core itself, and with the
+production clock (:class:`RedisClock`: the scripts read ``TIME`` inside Redis) as well as the
+default one.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
 import redis
+from agentihooks_operator.recovery.clock import RedisClock
+from agentihooks_operator.recovery.fanout import WORKERS
 from testsupport.recovery import observe, swarm_spec
 
 
 class CountingConnection(redis.Connection):
+    """Counts every command or pipeline sent, from any thread (a pass fans attempts out)."""
+
     sent = 0
+    _lock = threading.Lock()
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        CountingConnection.sent += 1
+        with CountingConnection._lock:
+            CountingConnection.sent += 1
         super().send_packed_command(command, check_health)
 
 
 def counted(redis_url: str) -> redis.Redis:
     pool = redis.ConnectionPool.from_url(redis_url, connection_class=CountingConnection)
     return redis.Redis(connection_pool=pool)
+
+
+def warm_pool(client: redis.Redis) -> None:
+    """Open as many connections as a pass's pool of threads uses, as a warm controller has them:
+    each new connection's handshake (HELLO, CLIENT SETINFO, ...) is a once-per-process cost."""
+    pool = client.connection_pool
+    conns = [pool.get_connection() for _ in range(WORKERS + 1)]
+    for c in conns:
+        pool.release(c)
 
 
 def healthy_trips(make, client, seats: int) -> int:  # type: ignore[no-untyped-def]
@@ -59,6 +78,37 @@ def test_each_failed_attempt_costs_at_most_8_round_trips(make, redis_url, checkp
     assert report.launches and report.fenced == [eid]
     # lease + snapshot + detail read are per pass; the rest is this one attempt
     assert trips - 3 <= 8
+
+
+@pytest.mark.parametrize("failures", [1, 10])
+@pytest.mark.parametrize("resync_s", [30.0, 0.0], ids=["redis-clock", "redis-clock-resync-every-reading"])
+def test_failed_attempts_with_the_redis_clock_cost_at_most_8_round_trips_each(
+    make, redis_url, checkpoint, failures, resync_s
+) -> None:  # type: ignore[no-untyped-def]
+    """The production configuration: the operator's clock is Redis's. Its default re-sync (every
+    30 s) falls outside a pass; ``resync_s=0`` is the worst case, a ``TIME`` for every reading."""
+    client = counted(redis_url)
+    clock = RedisClock(client, resync_s=resync_s)
+    spec = swarm_spec(failures)
+    r = make(client=client, clock=clock)
+    plans = r.ensure_seats(spec)
+    for i, p in enumerate(plans):
+        r.report_session(p.execution_id, f"sess-{i}")
+        checkpoint(p.execution_id, session_id=f"sess-{i}", task_id=p.task_id)
+    seen = [(p.execution_id, p.seat, 1) for p in plans]
+    r.reconcile(spec, observe(seen))
+    r.load_scripts()  # as a warm controller has them
+    warm_pool(client)
+    before = CountingConnection.sent
+    report = r.reconcile(spec, observe(seen, failed={p.execution_id: "oom_killed" for p in plans}))
+    trips = CountingConnection.sent - before
+    assert sorted(report.fenced) == sorted(p.execution_id for p in plans)
+    assert len(report.launches) == failures
+    assert all(d.mode == "resume" for d in report.decisions)
+    # lease + snapshot + detail read are per pass; the rest is the failed attempts'
+    assert (trips - 3) / failures <= 8
+    # the clock's own TIME round trips are the only ones the writer does not count
+    assert trips - report.round_trips == (failures if resync_s == 0 else 0)
 
 
 def test_current_attempts_reads_admitted_attempts_in_one_round_trip(make, redis_url) -> None:  # type: ignore[no-untyped-def]
