@@ -12,7 +12,6 @@ is shown whole); an undocumented key that holds a map is a section, and its keys
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -21,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated_file sits beside this script
+from generated_file import arguments, write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "agentihooks-recovery"
@@ -155,25 +157,13 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed README.md differs")
-    parser.add_argument("--target", type=Path, default=TARGET, help="the README file (default: the chart's)")
-    args = parser.parse_args()
-    target: Path = args.target
+    args = arguments(__doc__, "README.md", TARGET)
     try:
         text = render()
     except UndocumentedValue as e:
         sys.stderr.write(f"{e}\n")
         return 1
-    if args.check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{target} is stale: run scripts/gen-chart-readme.py\n")
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    sys.stdout.write(f"wrote {target}\n")
-    return 0
+    return write_or_check(args.target, text, check=args.check, script="gen-chart-readme.py")
 
 
 if __name__ == "__main__":

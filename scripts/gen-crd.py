@@ -10,11 +10,13 @@ the spec; ``scripts/gen-crd.py --check`` exits 1 when the file has drifted
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated_file sits beside this script
+from generated_file import arguments, write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "charts" / "agentihooks-recovery" / "crds" / "swarms.agentihooks.io.yaml"
@@ -33,22 +35,8 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed CRD differs")
-    parser.add_argument("--target", type=Path, default=TARGET, help="the CRD file (default: the chart's)")
-    args = parser.parse_args()
-    target: Path = args.target
-    text = render()
-    if args.check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{target} is stale: run scripts/gen-crd.py\n")
-            return 1
-        return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    sys.stdout.write(f"wrote {target}\n")
-    return 0
+    args = arguments(__doc__, "CRD", TARGET)
+    return write_or_check(args.target, render(), check=args.check, script="gen-crd.py")
 
 
 if __name__ == "__main__":

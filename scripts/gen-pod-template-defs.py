@@ -17,7 +17,6 @@ runs it); ``scripts/gen-crd.py`` then renders the CRD from it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -25,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated_file sits beside this script
+from generated_file import arguments, write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "operator" / "agentihooks_operator" / "k8s" / "worker_pod_fields.json"
@@ -126,21 +128,8 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the vendored file is stale")
-    parser.add_argument("--target", type=Path, default=TARGET, help="the file (default: the operator's)")
-    args = parser.parse_args()
-    target: Path = args.target
-    text = render()
-    if args.check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
-            sys.stderr.write(f"{target} is stale: run scripts/gen-pod-template-defs.py\n")
-            return 1
-        return 0
-    target.write_text(text, encoding="utf-8")
-    sys.stdout.write(f"wrote {target}\n")
-    return 0
+    args = arguments(__doc__, "vendored definitions", TARGET)
+    return write_or_check(args.target, render(), check=args.check, script="gen-pod-template-defs.py")
 
 
 if __name__ == "__main__":

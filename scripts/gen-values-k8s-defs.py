@@ -10,13 +10,15 @@ fails ``helm install`` too. This script copies the needed definitions, descripti
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated_file sits beside this script
+from generated_file import arguments, write_or_check
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "charts" / "agentihooks-recovery" / "values.schema.json"
 K8S_VERSION = "1.30.0"
@@ -76,18 +78,9 @@ def render(schema: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if values.schema.json is stale")
-    args = parser.parse_args()
-    current = SCHEMA_FILE.read_text(encoding="utf-8")
-    text = render(json.loads(current))
-    if args.check:
-        if text != current:
-            sys.stderr.write(f"{SCHEMA_FILE} is stale: run scripts/gen-values-k8s-defs.py\n")
-            return 1
-        return 0
-    SCHEMA_FILE.write_text(text, encoding="utf-8")
-    return 0
+    args = arguments(__doc__, "values.schema.json", None)
+    text = render(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+    return write_or_check(SCHEMA_FILE, text, check=args.check, script="gen-values-k8s-defs.py")
 
 
 if __name__ == "__main__":
