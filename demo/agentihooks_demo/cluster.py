@@ -119,24 +119,32 @@ def apply(http: httpx.Client, doc: dict[str, Any], namespace: str | None = None)
     return dict(r.json())
 
 
+def establish_crd(http: httpx.Client, doc: dict[str, Any], within: float = 30.0) -> None:
+    """Apply a CustomResourceDefinition and wait until it is Established and its resource is served."""
+    apply(http, doc)
+    name, kind = doc["metadata"]["name"], doc["spec"]["names"]["kind"]
+    deadline = time.monotonic() + within
+    while True:
+        conds = (http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()).get(
+            "status", {}
+        ).get("conditions") or []
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            break
+        if time.monotonic() > deadline:
+            raise SetupRefused(f"the {kind} CRD was never Established")
+        time.sleep(0.1)
+    version = next(v["name"] for v in doc["spec"]["versions"] if v.get("served"))
+    served = f"/apis/{doc['spec']['group']}/{version}/{doc['spec']['names']['plural']}"
+    while http.get(served).status_code != 200:
+        if time.monotonic() > deadline:
+            raise SetupRefused(f"the {kind} resource was never served")
+        time.sleep(0.1)
+
+
 def install_crd(plane: ControlPlane) -> None:
     """Apply the chart's Swarm CRD and wait until the API server serves it."""
-    doc = yaml.safe_load(CRD_FILE.read_text())
     with plane.client() as http:
-        apply(http, doc)
-        name = doc["metadata"]["name"]
-        deadline = time.monotonic() + 30
-        while True:
-            conds = (http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()).get(
-                "status", {}
-            ).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                break
-            if time.monotonic() > deadline:
-                raise SetupRefused("the Swarm CRD was never Established")
-            time.sleep(0.1)
-        while http.get(SWARMS.format(ns="default")).status_code != 200:
-            time.sleep(0.1)
+        establish_crd(http, yaml.safe_load(CRD_FILE.read_text()))
 
 
 def create_namespace(plane: ControlPlane, name: str, *, restricted: bool = True) -> None:

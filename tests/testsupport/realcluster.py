@@ -29,6 +29,7 @@ from agentihooks_demo.cluster import (
     chart_rbac,
     collection,
     create_namespace,
+    establish_crd,
     install_crd,
     service_account_token,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "chart_rbac",
     "collection",
     "create_namespace",
+    "establish_crd",
     "install_crd",
     "service_account_token",
 ]

@@ -33,7 +33,7 @@ import yaml
 from testsupport.controlplane import ControlPlane
 from testsupport.helm import CHART, Helm, value_sets
 from testsupport.prometheus import PROMETHEUS_RULE_CRD
-from testsupport.realcluster import apply, create_namespace
+from testsupport.realcluster import create_namespace, establish_crd
 
 pytestmark = pytest.mark.slow
 
@@ -133,20 +133,7 @@ def service_monitor_crd(control_plane: ControlPlane) -> Iterator[None]:
     crds = (SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD)
     with control_plane.client() as http:
         for crd in crds:
-            name, kind = crd["metadata"]["name"], crd["spec"]["names"]["kind"]
-            apply(http, crd)
-            deadline = time.monotonic() + 30
-            while True:
-                status = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").json()
-                conds = (status.get("status") or {}).get("conditions") or []
-                if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                    break
-                assert time.monotonic() < deadline, f"the {kind} CRD was never Established"
-                time.sleep(0.1)
-            plural = crd["spec"]["names"]["plural"]
-            while http.get(f"/apis/monitoring.coreos.com/v1/{plural}").status_code != 200:
-                assert time.monotonic() < deadline, f"the {kind} resource was never served"
-                time.sleep(0.1)
+            establish_crd(http, crd)
     yield
     with control_plane.client() as http:
         for crd in crds:
