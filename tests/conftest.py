@@ -40,6 +40,20 @@ def private_redis(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real three-primary Redis Cluster on loopback for the session (testsupport/redis_cluster.py);
+    ``.url`` is its ``redis+cluster://`` seed, ``.flush()`` empties every primary."""
+    from testsupport.redis_cluster import RedisClusterProcesses
+
+    cluster = RedisClusterProcesses(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """A moto S3 server on loopback; use it through real boto3 with ``endpoint_url``."""
     import os

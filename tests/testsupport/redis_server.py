@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -38,10 +39,19 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server process; ``stop``/``start`` keep the port and the data folder."""
 
-    def __init__(self, workdir: Path, *, appendonly: bool = True, port: int | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        appendonly: bool = True,
+        port: int | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
         self.workdir = workdir
         self.appendonly = appendonly
         self.port = port or free_port()
+        #: More ``--option value`` arguments (cluster mode, replication).
+        self.extra_args = list(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -70,6 +80,7 @@ class RedisServer:
             "no",
             "--loglevel",
             "warning",
+            *self.extra_args,
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10

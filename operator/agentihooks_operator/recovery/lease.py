@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 
+from .durable import run_script
 from .lua import LEASE, RELEASE_LEASE
 from .records import ControlOwner
 from .writer import Writer
@@ -41,7 +42,7 @@ class Lease:
         keys = [self.w.keys.control_owner, self.w.keys.control_epoch]
         args: list[str | int] = [self.w.holder, self.w.epoch, self.lease_ms, self.w.now_arg()]
         self.w.trip()
-        answer = json.loads(self._acquire(keys=keys, args=args))
+        answer = json.loads(run_script(self.w.client, self._acquire, keys, args))
         state = answer["state"]
         if state == "held":
             if self.w.epoch:
@@ -72,7 +73,7 @@ class Lease:
             return False
         keys = [self.w.keys.control_owner]
         self.w.trip()
-        done = bool(self._release(keys=keys, args=[self.w.holder, self.w.epoch]))
+        done = bool(run_script(self.w.client, self._release, keys, [self.w.holder, self.w.epoch]))
         self.w.epoch = 0
         return done
 

@@ -17,6 +17,7 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
+from .durable import load_scripts, run_script
 from .errors import LeaseLost, RecoveryError
 from .keys import SwarmKeys
 from .lua import PRELUDE
@@ -53,10 +54,7 @@ class Writer:
 
     def preload(self, extra: list[Script] | None = None) -> None:
         """Load every script into Redis in one round trip (a warm start; EVALSHA then never misses)."""
-        pipe = self.client.pipeline(transaction=False)
-        for script in [*self._scripts.values(), *(extra or [])]:
-            pipe.script_load(script.script)
-        pipe.execute()
+        load_scripts(self.client, [*self._scripts.values(), *(extra or [])])
         self.trip()
 
     def now_arg(self) -> str:
@@ -75,7 +73,7 @@ class Writer:
         script = self._scripts[name]
         args: list[str | int] = [self.holder, self.epoch, self.now_arg(), json.dumps(payload), EVENTS_MAXLEN]
         try:
-            raw = script(keys=self.keys.all, args=args)
+            raw = run_script(self.client, script, self.keys.all, args)  # with WAIT if attached
         except redis.RedisError as e:
             raise RecoveryError(f"redis refused the {name} write: {e}") from e
         finally:

@@ -1,7 +1,9 @@
-"""Fixtures of the recovery-core integration tests: real Redis, a real local checkpoint store."""
+"""Fixtures of the recovery-core integration tests: real Redis (one server, and a real Redis
+Cluster: each test on ``client`` runs on both), a real local checkpoint store."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ import redis
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import Recovery
+from agentihooks_operator.redisconn import connect
+from redis.cluster import RedisCluster
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint
 from testsupport.recovery import MemoryLauncher, swarm_spec
 
@@ -18,9 +22,30 @@ SWARM = "swarm-a"
 TAG = "v1"
 
 
+#: Arguments that tie a test to one standalone server (it counts that server's round trips, or
+#: kills and restarts it): such a test runs on standalone Redis only.
+STANDALONE_ONLY = {"redis_url", "private_redis"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on the ``client`` fixture runs twice: on one redis-server and on a real
+    three-primary Redis Cluster (``[cluster]``), through the product's own connection factory."""
+    if "redis_engine" not in metafunc.fixturenames:
+        return
+    direct = set(inspect.signature(metafunc.function).parameters)
+    engines = ["standalone"] if direct & STANDALONE_ONLY else ["standalone", "cluster"]
+    metafunc.parametrize("redis_engine", engines)
+
+
 @pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    c = redis.Redis.from_url(redis_url)
+def client(redis_engine: str, request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    if redis_engine == "cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        c = connect(cluster.url)
+        assert isinstance(c, RedisCluster)  # the factory chose the cluster client from the URL
+    else:
+        c = connect(request.getfixturevalue("redis_url"))
     yield c
     c.close()
 
