@@ -10,18 +10,25 @@ from __future__ import annotations
 from .held_lua import HELD_BODIES
 from .relaunch_lua import RELAUNCH_BODIES
 
+# Generation 1 of a batch of seats (``P.seats``): a seat that already has an attempt is skipped, so a
+# batch sent again admits nothing twice. Each admitted attempt's ``launch`` is ``unknown`` from here.
 ADMIT = r"""
-local cur = redis.call('HGET', K['seats'], P.seat)
-if cur then return refuse('seat_taken', {existing=cur}) end
-redis.call('HSET', K['attempt-records'], P.execution_id, P.attempt_json)
-redis.call('HSET', K['seats'], P.seat, P.execution_id)
-redis.call('HSET', K['launch-grants'], P.execution_id, P.grant_json)
-redis.call('HSET', K['account-slots'], P.execution_id, 'active')
-redis.call('HSET', K['worker-credentials'], P.execution_id, P.cred_hash)
-redis.call('HSETNX', K['ledger-tasks'], P.task_id, P.ledger_json)
-redis.call('HSET', K['recovery-work'], P.execution_id, 'launch')
-count('admissions:first')
-return done({})
+local admitted = {}
+for _, s in ipairs(P.seats) do
+  if not redis.call('HGET', K['seats'], s.seat) then
+    redis.call('HSET', K['attempt-records'], s.execution_id, s.attempt_json)
+    redis.call('HSET', K['seats'], s.seat, s.execution_id)
+    redis.call('HSET', K['launch-grants'], s.execution_id, s.grant_json)
+    redis.call('HSET', K['account-slots'], s.execution_id, 'active')
+    redis.call('HSET', K['worker-credentials'], s.execution_id, s.cred_hash)
+    redis.call('HSETNX', K['ledger-tasks'], s.task_id, s.ledger_json)
+    redis.call('HSET', K['recovery-work'], s.execution_id, 'launch')
+    mark(s.execution_id, 'launch', 'unknown')
+    admitted[#admitted + 1] = s.execution_id
+  end
+end
+if #admitted > 0 then redis.call('HINCRBY', K['recovery-metrics'], 'admissions:first', #admitted) end
+return done({admitted=admitted, taken=#P.seats - #admitted})
 """
 
 FENCE = r"""

@@ -122,11 +122,20 @@ class Recovery:
             raise LeaseLost(f"{self._w.holder} does not hold the lease of swarm {self.keys.swarm}")
 
     # -- passes ------------------------------------------------------------------------------
-    def ensure_seats(self, spec: SwarmSpec) -> list[LaunchPlan]:
-        """Admit and launch generation 1 for every seat that has no attempt yet."""
+    def ensure_seats(self, spec: SwarmSpec, *, batch: int = seats.BATCH) -> list[LaunchPlan]:
+        """Admit and launch generation 1 for every seat that has no attempt yet.
+
+        Seats are admitted ``batch`` at a time (one script each); the lease is renewed between
+        batches and ``LeaseLost`` stops the admission when it is gone.
+        """
         self._spec = spec
         self._leader()
-        return seats.ensure_seats(self._ctx, spec)
+
+        def renew() -> None:
+            if not self.acquire():
+                raise LeaseLost(f"{self._w.holder} lost the lease of swarm {self.keys.swarm} while admitting")
+
+        return seats.ensure_seats(self._ctx, spec, renew, batch)
 
     def reconcile(self, spec: SwarmSpec, observations: Sequence[AttemptObservation]) -> PassReport:
         """One recovery pass: fence, release, decide, replace and hold; then apply recorded requests."""

@@ -7,40 +7,11 @@ default one.
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
 import pytest
-import redis
 from agentihooks_operator.recovery.clock import RedisClock
 from agentihooks_operator.recovery.fanout import WORKERS
+from testsupport.counting import CountingConnection, counted, warm_pool
 from testsupport.recovery import observe, swarm_spec
-
-
-class CountingConnection(redis.Connection):
-    """Counts every command or pipeline sent, from any thread (a pass fans attempts out)."""
-
-    sent = 0
-    _lock = threading.Lock()
-
-    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        with CountingConnection._lock:
-            CountingConnection.sent += 1
-        super().send_packed_command(command, check_health)
-
-
-def counted(redis_url: str) -> redis.Redis:
-    pool = redis.ConnectionPool.from_url(redis_url, connection_class=CountingConnection)
-    return redis.Redis(connection_pool=pool)
-
-
-def warm_pool(client: redis.Redis) -> None:
-    """Open as many connections as a pass's pool of threads uses, as a warm controller has them:
-    each new connection's handshake (HELLO, CLIENT SETINFO, ...) is a once-per-process cost."""
-    pool = client.connection_pool
-    conns = [pool.get_connection() for _ in range(WORKERS + 1)]
-    for c in conns:
-        pool.release(c)
 
 
 def healthy_trips(make, client, seats: int) -> int:  # type: ignore[no-untyped-def]
@@ -98,7 +69,7 @@ def test_failed_attempts_with_the_redis_clock_cost_at_most_8_round_trips_each(
     seen = [(p.execution_id, p.seat, 1) for p in plans]
     r.reconcile(spec, observe(seen))
     r.load_scripts()  # as a warm controller has them
-    warm_pool(client)
+    warm_pool(client, WORKERS + 1)  # the pass's pool of threads, as a warm controller has it
     before = CountingConnection.sent
     report = r.reconcile(spec, observe(seen, failed={p.execution_id: "oom_killed" for p in plans}))
     trips = CountingConnection.sent - before
