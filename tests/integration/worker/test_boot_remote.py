@@ -20,7 +20,8 @@ from agentihooks_worker.boot import Boot
 from agentihooks_worker.errors import EXIT_REFUSED
 from agentihooks_worker.settings import WorkerSettings
 from testsupport.control_api import World, make_world
-from testsupport.fake_harness import BIN, CLAUDE
+from testsupport.fake_harness import BIN
+from testsupport.worker_boot import remote_launch
 
 from .conftest import events, harness_runs
 
@@ -34,28 +35,7 @@ def replacement_boot(w: World, tmp_path: Path, *, token: str | None = None) -> t
     decision = w.recoveries["swarm-a"].decide(eid, "resume", "operator", spec=w.specs["swarm-a"])
     assert decision.replacement and decision.directive and decision.directive.recovery.value == "native"
     plan = w.launcher.pods[decision.replacement]
-    launch = {
-        "schema_version": 1,
-        "authority": {
-            "execution_id": plan.execution_id,
-            "generation": plan.generation,
-            "task_id": plan.task_id,
-            "seat_id": plan.seat,
-            "swarm_id": "swarm-a",
-            "grant_id": plan.grant_id,
-        },
-        "harness": "claude",
-        "agent": [str(CLAUDE), "-p", "carry on"],
-        "control_url": w.url,
-        "registration": {
-            "projects": [PROJECT],
-            "task_generation": plan.task_generation,
-            "compatibility_key": plan.compatibility_key,
-        },
-        "restore": plan.directive.model_dump(mode="json") if plan.directive else None,
-        "restore_from": plan.restore_from.model_dump(mode="json") if plan.restore_from else None,
-        "checkpoint_remote": True,
-    }
+    launch = remote_launch(plan, w.url, PROJECT)
     (tmp_path / "launch.json").write_text(json.dumps(launch))
     settings = WorkerSettings(
         attempts_dir=tmp_path / "attempts",

@@ -35,8 +35,8 @@ from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.checkpoints import build_checkpoint
-from testsupport.fake_harness import BIN, CLAUDE
 from testsupport.recovery import MemoryLauncher, observe, swarm_doc
+from testsupport.worker_boot import start_boot
 
 from .conftest import events, harness_runs
 
@@ -157,47 +157,15 @@ def control_api(fleet: Fleet, kill_at: str = "") -> Iterator[subprocess.Popen[by
 
 
 def start_worker(fleet: Fleet, plan: LaunchPlan, **env: str) -> subprocess.Popen[str]:
-    folder = fleet.tmp / plan.execution_id
-    folder.mkdir()
     assert plan.directive is not None and plan.restore_from is not None
-    launch = {
-        "schema_version": 1,
-        "authority": {
-            "execution_id": plan.execution_id,
-            "generation": plan.generation,
-            "task_id": plan.task_id,
-            "seat_id": plan.seat,
-            "swarm_id": "swarm-a",
-            "grant_id": plan.grant_id,
-        },
-        "harness": "claude",
-        "agent": [str(CLAUDE), "-p", "carry on"],
-        "control_url": fleet.url,
-        "registration": {
-            "projects": [PROJECT],
-            "task_generation": plan.task_generation,
-            "compatibility_key": plan.compatibility_key,
-        },
-        "restore": plan.directive.model_dump(mode="json"),
-        "restore_from": plan.restore_from.model_dump(mode="json"),
-        "checkpoint_remote": True,
-    }
-    (folder / "launch.json").write_text(json.dumps(launch))
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AGENTIHOOKS_"))}
-    full.update(
-        {
-            "PATH": f"{BIN}{os.pathsep}{full.get('PATH', '')}",
-            "FAKE_HARNESS_LOG": str(folder / "harness.log"),
-            "AGENTIHOOKS_WORKER_TOKEN": plan.worker_token.get_secret_value(),
-            "AGENTIHOOKS_ATTEMPTS_DIR": str(folder / "attempts"),
-            "AGENTIHOOKS_LAUNCH_RECORD": str(folder / "launch.json"),
-            "AGENTIHOOKS_PROJECT_REMOTES": json.dumps({PROJECT: str(fleet.worktrees[plan.task_id])}),
-            "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "0",
-            **env,
-        }
+    return start_boot(
+        plan,
+        fleet.tmp / plan.execution_id,
+        control_url=fleet.url,
+        project=PROJECT,
+        worktree=fleet.worktrees[plan.task_id],
+        **env,
     )
-    cmd = [sys.executable, "-c", "from agentihooks_worker.cli import main; main()", "boot"]
-    return subprocess.Popen(cmd, env=full, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
 
 def stored_outcome(fleet: Fleet, execution_id: str) -> dict[str, Any] | None:

@@ -18,9 +18,7 @@ as verified. Relaunching again changes nothing.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +26,8 @@ from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import LaunchPlan
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.control_api import MASTER_A, World, make_world
-from testsupport.fake_harness import BIN, CLAUDE
 from testsupport.recovery import observe
+from testsupport.worker_boot import start_boot
 from typer.testing import CliRunner
 
 from .conftest import events, harness_runs
@@ -43,46 +41,15 @@ def start_worker(
     w: World, plan: LaunchPlan, folder: Path, worktree: Path, version: str
 ) -> subprocess.Popen[str]:
     """The worker Pod of ``plan``: its launch record, credential and image's harness version."""
-    folder.mkdir()
     assert plan.directive is not None and plan.restore_from is not None
-    launch = {
-        "schema_version": 1,
-        "authority": {
-            "execution_id": plan.execution_id,
-            "generation": plan.generation,
-            "task_id": plan.task_id,
-            "seat_id": plan.seat,
-            "swarm_id": "swarm-a",
-            "grant_id": plan.grant_id,
-        },
-        "harness": "claude",
-        "agent": [str(CLAUDE), "-p", "carry on"],
-        "control_url": w.url,
-        "registration": {
-            "projects": [PROJECT],
-            "task_generation": plan.task_generation,
-            "compatibility_key": plan.compatibility_key,
-        },
-        "restore": plan.directive.model_dump(mode="json"),
-        "restore_from": plan.restore_from.model_dump(mode="json"),
-        "checkpoint_remote": True,
-    }
-    (folder / "launch.json").write_text(json.dumps(launch))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AGENTIHOOKS_"))}
-    env.update(
-        {
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-            "FAKE_HARNESS_LOG": str(folder / "harness.log"),
-            "FAKE_CLAUDE_VERSION": f"{version} (Claude Code)",
-            "AGENTIHOOKS_WORKER_TOKEN": plan.worker_token.get_secret_value(),
-            "AGENTIHOOKS_ATTEMPTS_DIR": str(folder / "attempts"),
-            "AGENTIHOOKS_LAUNCH_RECORD": str(folder / "launch.json"),
-            "AGENTIHOOKS_PROJECT_REMOTES": json.dumps({PROJECT: str(worktree)}),
-            "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "0",
-        }
+    return start_boot(
+        plan,
+        folder,
+        control_url=w.url,
+        project=PROJECT,
+        worktree=worktree,
+        FAKE_CLAUDE_VERSION=f"{version} (Claude Code)",
     )
-    cmd = [sys.executable, "-c", "from agentihooks_worker.cli import main; main()", "boot"]
-    return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
 
 
 def cli(w: World, *args: str, token: str | None = None) -> Any:
