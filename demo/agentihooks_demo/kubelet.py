@@ -33,7 +33,7 @@ import httpx
 
 from . import podstatus
 from .containers import CONTAINER_ENV, kill_container, reap, secret_value
-from .node import MERGE, named_after, patch_status
+from .node import MERGE, mounts_missing, named_after, patch_status
 from .procs import signal_group
 
 DOMAIN = "swarm.agentihooks.io"
@@ -203,6 +203,8 @@ class SimulatedKubelet:
             await self._deleted(run)
 
     async def _admit(self, pod: dict[str, Any]) -> None:
+        if await mounts_missing(self.http, self.namespace, pod):
+            return  # ContainerCreating, as a real kubelet: a later sync starts it once they exist
         meta = pod["metadata"]
         labels = meta.get("labels") or {}
         annotations = meta.get("annotations") or {}

@@ -187,11 +187,16 @@ class RealKubelet:
         r.raise_for_status()
 
     async def set_status(self, name: str, status: dict[str, Any], *, node_name: str | None = None) -> None:
-        """Bind (when ``node_name`` is given) and write ``status`` as the kubelet would."""
+        """Bind (when ``node_name`` is given) and write ``status`` as the kubelet would.
+
+        A status whose containers started (running or terminated) waits, as a real kubelet's
+        ``ContainerCreating`` does, until the ConfigMaps and Secrets the Pod uses exist."""
         if node_name:
             await self.put_node(node_name)
             await self.bind(name, node_name)
         pod = (await self._http.get(self._pod_path(name))).json()
+        if _started(status):
+            await wait_for_mounts(self._http, self.namespace, pod)
         r = await patch_status(self._http, self._pod_path(name), named_after(pod, status))
         if r.status_code >= 400:
             raise AssertionError(f"status of {name} refused: {r.status_code} {r.text}")
@@ -289,6 +294,58 @@ def keep_node_alive(plane: ControlPlane, name: str, *, period: float = 1.0) -> C
         thread.join(10)
 
     return halt
+
+
+def _started(status: dict[str, Any]) -> bool:
+    return any(
+        {"running", "terminated"} & set((c.get("state") or {}).keys())
+        for c in status.get("containerStatuses") or []
+    )
+
+
+def mounted_objects(pod: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (resource, name) of every ConfigMap and Secret the Pod mounts or reads into its environment."""
+    spec = pod.get("spec") or {}
+    found: list[tuple[str, str]] = []
+    for volume in spec.get("volumes") or []:
+        if "configMap" in volume:
+            found.append(("configmaps", volume["configMap"]["name"]))
+        if "secret" in volume:
+            found.append(("secrets", volume["secret"]["secretName"]))
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for item in container.get("env") or []:
+            ref = (item.get("valueFrom") or {}).get("secretKeyRef") or {}
+            if ref.get("name") and not ref.get("optional"):
+                found.append(("secrets", ref["name"]))
+    return list(dict.fromkeys(found))
+
+
+async def mounts_missing(http: httpx.AsyncClient, namespace: str, pod: dict[str, Any]) -> list[str]:
+    """The ConfigMaps and Secrets the Pod needs that do not exist (yet)."""
+    missing = []
+    for resource, name in mounted_objects(pod):
+        r = await http.get(f"/api/v1/namespaces/{namespace}/{resource}/{name}")
+        if r.status_code == 404:
+            missing.append(f"{resource}/{name}")
+        else:
+            r.raise_for_status()
+    return missing
+
+
+#: How long a started status waits for the Pod's ConfigMaps and Secrets before the test fails.
+MOUNT_WAIT_S = 30.0
+
+
+async def wait_for_mounts(http: httpx.AsyncClient, namespace: str, pod: dict[str, Any]) -> None:
+    """Wait (``ContainerCreating``) until the Pod's ConfigMaps and Secrets exist; AssertionError after
+    :data:`MOUNT_WAIT_S`."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + MOUNT_WAIT_S
+    while missing := await mounts_missing(http, namespace, pod):
+        if loop.time() > end:
+            name = (pod.get("metadata") or {}).get("name")
+            raise AssertionError(f"pod {name} cannot start: {', '.join(missing)} still missing")
+        await asyncio.sleep(0.05)
 
 
 async def patch_status(http: httpx.AsyncClient, pod_path: str, status: dict[str, Any]) -> httpx.Response:

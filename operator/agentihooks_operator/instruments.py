@@ -39,6 +39,7 @@ from prometheus_client import (
 
 from .recovery.keys import SwarmKeys
 from .recovery.launcher import ReplacementLauncher
+from .recovery.launching import launched
 from .recovery.models import LaunchPlan
 from .recovery.policy import decider_kind
 from .recovery.records import DecisionRecord, FenceRecord
@@ -246,6 +247,10 @@ class TimedLauncher:
 
     def exists(self, execution_id: str) -> bool:
         return self.inner.exists(execution_id)
+
+    def launched(self, execution_id: str) -> bool:
+        """The inner launcher's ``launched`` when it has one (see :func:`~.recovery.launching.launched`)."""
+        return launched(self.inner, execution_id)
 
     def retire(self, execution_id: str) -> None:
         self.inner.retire(execution_id)

@@ -2,10 +2,15 @@
 
 Every create is idempotent by name: the execution id is fixed in Redis before
 ``launch`` is called, so a repeated create answers 409 and is read as
-``exists``, never a second Pod. The Secret and ConfigMap are created before the
-Pod so a Pod never starts without its launch record; a Secret left by a
-launch that crashed before its Pod is updated to the plan's credential (the
-core mints a new one when it resumes such a launch). ``retire`` deletes the
+``exists``, never a second Pod. A first launch sends the Secret, the ConfigMap
+and the Pod at once: a kubelet does not start a Pod before the ConfigMap and
+Secret it mounts exist (it stays ``ContainerCreating``), so no order is needed
+and the launch costs one API round trip. A crash may then leave a Pod without
+its Secret or ConfigMap, so a launch counts as done (``launched``) only when
+all three exist. A resumed launch (``plan.resumed``: the core minted a new
+credential) writes the Secret first (updating one a crashed launch left to
+the new credential), then the ConfigMap, then creates the Pod only if it is
+absent, so the Pod never starts with the old credential. ``retire`` deletes the
 fenced attempt's Pod only, after noting the attempt in the swarm's leftovers
 ledger; ``clean_leftovers`` (run by the pass after its launches) deletes the
 noted attempts' credential Secret and launch ConfigMap. An absent object is
@@ -31,7 +36,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
 from ..recovery.errors import LaunchBlocked
@@ -106,7 +111,8 @@ class KubernetesLauncher:
         self._faults = faults
         #: Called before every call the recovery core makes (the pass renews its lease there).
         self.guard: Callable[[], None] = lambda: None
-        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix=f"launch-{owner.name}")
+        #: The Secret and ConfigMap creates beside each Pod create, for up to 16 launches at once.
+        self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix=f"launch-{owner.name}")
         #: Texts of the ``PodTemplateIgnored`` Events already posted by this process.
         self._ignored_seen: set[str] = set()
         self._refused: list[ApiError] = []
@@ -154,10 +160,37 @@ class KubernetesLauncher:
         provider = self._provider(spec, ex.seat)  # before anything of the attempt is created
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
         secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider)
-        # The Secret and the ConfigMap go together; the Pod only once both exist.
-        configmap = self._pool.submit(
-            self._create, "configmaps", build_launch_configmap(record, self.owner, ex)
+        pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
+        if ignored:
+            self._template_ignored(ignored)
+        cm_body = build_launch_configmap(record, self.owner, ex)
+        if plan.resumed:
+            self._put_secret(secret)
+            self._create("configmaps", cm_body)
+            absent = self.kube.get("pods", self.owner.namespace, pod["metadata"]["name"]) is None
+            result: Literal["created", "exists"] = self._create_pod(pod) if absent else "exists"
+        else:
+            side: list[Future[Any]] = [
+                self._pool.submit(self._put_secret, secret),
+                self._pool.submit(self._create, "configmaps", cm_body),
+            ]
+            try:
+                result = self._create_pod(pod)
+            finally:
+                for future in side:
+                    future.result()
+        log.info(
+            "attempt %s (seat %s, generation %d): pod %s",
+            plan.execution_id,
+            plan.seat,
+            plan.generation,
+            result,
         )
+        if self._on_launch is not None:
+            self._on_launch(plan, result)
+        return result
+
+    def _put_secret(self, secret: dict[str, Any]) -> None:
         if self._create("secrets", secret) == "exists":
             # Left by a launch that crashed before its Pod: the core minted a new credential since.
             self.kube.patch(
@@ -169,21 +202,6 @@ class KubernetesLauncher:
                     **({"data": secret["data"]} if "data" in secret else {}),
                 },
             )
-        configmap.result()
-        pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
-        if ignored:
-            self._template_ignored(ignored)
-        result = self._create_pod(pod)
-        log.info(
-            "attempt %s (seat %s, generation %d): pod %s",
-            plan.execution_id,
-            plan.seat,
-            plan.generation,
-            result,
-        )
-        if self._on_launch is not None:
-            self._on_launch(plan, result)
-        return result
 
     def _provider(self, spec: SwarmSpec, seat: str) -> ProviderCredential | None:
         """The seat's provider credential, read now; :class:`LaunchBlocked` when it cannot be had."""
@@ -241,6 +259,18 @@ class KubernetesLauncher:
         self.guard()
         with self._noting():
             return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
+
+    def launched(self, execution_id: str) -> bool:
+        """Whether the attempt's Pod, credential Secret and launch ConfigMap all exist (read together)."""
+        self.guard()
+        ns = self.owner.namespace
+        with self._noting():
+            reads = [
+                self._pool.submit(self.kube.get, "secrets", ns, credential_secret_name(execution_id)),
+                self._pool.submit(self.kube.get, "configmaps", ns, launch_configmap_name(execution_id)),
+            ]
+            pod = self.kube.get("pods", ns, pod_name(execution_id))
+            return all(r.result() is not None for r in reads) and pod is not None
 
     def retire(self, execution_id: str) -> None:
         """Delete the fenced attempt's Pod; its Secret and ConfigMap wait for :meth:`clean_leftovers`."""

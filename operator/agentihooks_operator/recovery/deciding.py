@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from agentihooks_checkpoint.catalog import CheckpointSummary
 
 from .context import Ctx, new_execution_id, new_grant_id
-from .launching import launch_step, mint
+from .launching import Alongside, launch_step, mint
 from .models import Choice, DecisionResult, LaunchPlan
 from .policy import FRESH, decider_kind, resume_directive
 from .records import AttemptRecord, DecisionRecord, FenceRecord, GrantRecord, LedgerRow, RestoreSource
@@ -54,11 +54,13 @@ def accept(
     compatibility_key: str,
     expect: str,
     marks: list[list[str]],
+    alongside: Alongside | None = None,
 ) -> Accepted:
     """Store ``choice`` (``None``: the attempt waits) and admit and launch the replacement.
 
     ``expect`` is ``absent`` for the pass's first decision on the attempt, ``pending`` for an
-    explicit choice on an attempt that waits.
+    explicit choice on an attempt that waits. ``alongside`` (with a choice) is sent beside the
+    replacement's launch and finishes the fenced attempt's open work with it.
     """
     eid = fence.execution_id
     now = ctx.now_ms()
@@ -150,7 +152,7 @@ def accept(
             },
             "detail": f"{choice} ({directive.recovery.value}) by {decider_kind(decided_by)}",
             "marks": [*marks, [eid, "decide", "ok"], [new, "launch", "unknown"]],
-            "finish": [eid],
+            "finish": [] if alongside is not None else [eid],
         }
     ctx.point("before:decide")
     answer = ctx.w.run("decide", payload)
@@ -161,5 +163,5 @@ def accept(
         return Accepted(decision=stored, wrote=False, refused=answer["refused"])
     plan = None
     if new_record is not None:
-        plan = launch_step(ctx, new_record, token)
+        plan = launch_step(ctx, new_record, token, alongside)
     return Accepted(decision=decision, wrote=True, refused=None, plan=plan)

@@ -68,3 +68,31 @@ class Fanout:
                     future.result()
         if self._stopped is not None:
             raise self._stopped
+
+
+class InFlight:
+    """The attempts some thread of this process is advancing now (a pass or the event-driven path).
+
+    Each path claims its attempts before the first step and releases them after the last; an
+    attempt already claimed is left to the thread that holds it (the periodic pass takes up
+    whatever is left next time, from the journal).
+    """
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+
+    def claim(self, ids: Sequence[str]) -> list[str]:
+        """The ids of ``ids`` this call claimed (those no other thread holds), in order."""
+        with self._lock:
+            got = [i for i in dict.fromkeys(ids) if i not in self._held]
+            self._held.update(got)
+        return got
+
+    def release(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            self._held.difference_update(ids)
+
+    def __contains__(self, execution_id: object) -> bool:
+        with self._lock:
+            return execution_id in self._held

@@ -1,4 +1,4 @@
-"""The steps of a failed attempt: fence → release grant → release account → retire → decide.
+"""The steps of a failed attempt: fence → release grant → release account → decide → launch ‖ retire.
 
 With an external account broker the account step is :func:`.account.account_step`
 (journaled; it may stop the attempt's recovery as ``held``).
@@ -7,7 +7,11 @@ Each step is journaled. Fence and releases are atomic Lua scripts whose journal
 marks are written in the same script, so a resumed pass simply skips what the
 journal (or the fence's ``released`` list) shows as done. Retiring the fenced
 Pod is not atomic with Redis: it is marked ``unknown`` by the account release,
-and a resumed pass observes the Pod before deleting it again.
+and a resumed pass observes the Pod before deleting it again. Its authority is
+revoked by the fence already, so when a replacement is launched the deletion
+goes out beside that launch (:class:`~.launching.Alongside`) and is marked
+``ok`` by the launch's own journal script; when the attempt waits for a
+decision it is deleted before the decision record is written, as before.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ..swarm import SwarmSpec
 from .account import account_step
 from .context import Ctx
 from .deciding import accept, result_of
+from .launching import Alongside
 from .models import PassReport
 from .policy import automatic_choice, needs_catalog
 from .reads import Attempt, one
@@ -125,23 +130,16 @@ def recover(
         )
         ctx.point("after:release_account")
         retire_unsent = True
-    marks: list[list[str]] = []
-    if retire_unsent or att.step("retire") != "ok":
-        # Not atomic with Redis: send it when we know it was not sent, else only if the Pod is still there.
-        if retire_unsent or ctx.launcher.exists(eid):
-            ctx.point("before:retire")
-            ctx.launcher.retire(eid)
-            ctx.point("after:retire")
-            report.retired.append(eid)
-        marks.append([eid, "retire", "ok"])
-    if att.step("decide") in ("ok", "held") or att.record is None:
-        if marks:
-            ctx.w.run("marks", {"marks": marks, "finish": [eid]})
+    retire_pending = retire_unsent or att.step("retire") != "ok"
+    record = att.record
+    if att.step("decide") in ("ok", "held") or record is None:
+        if retire_pending:
+            _retire(ctx, eid, retire_unsent, report)
+            ctx.w.run("marks", {"marks": [[eid, "retire", "ok"]], "finish": [eid]})
         return
     automation = spec.recovery.automation
     checkpoint = None
     if needs_catalog(fence, automation=automation, paused=paused):
-        record = att.record
         checkpoint = ctx.checkpoint(
             eid,
             record.task_id,
@@ -152,10 +150,22 @@ def recover(
     choice = automatic_choice(fence, automation=automation, paused=paused, checkpoint=checkpoint)
     if row is None and choice is not None:
         # Resumed work: read the task's current row so a replacement starts from its current text.
-        _, row = one(ctx.w, eid, att.record.task_id)
+        _, row = one(ctx.w, eid, record.task_id)
+    marks: list[list[str]] = []
+    alongside = None
+    if retire_pending and choice is not None:
+        # A replacement follows: the fenced Pod's deletion goes out beside its launch, off its path.
+        alongside = Alongside(
+            send=lambda: _retire(ctx, eid, retire_unsent, report),
+            marks=[[eid, "retire", "ok"]],
+            finish=[eid],
+        )
+    elif retire_pending:  # the attempt waits for a decision: nothing to launch, retire first
+        _retire(ctx, eid, retire_unsent, report)
+        marks.append([eid, "retire", "ok"])
     done = accept(
         ctx,
-        record=att.record,
+        record=record,
         fence=fence,
         row=row,
         choice=choice,
@@ -164,8 +174,20 @@ def recover(
         compatibility_key=spec.compatibility_key,
         expect="absent",
         marks=marks,
+        alongside=alongside,
     )
     if done.decision is not None:
         report.decisions.append(result_of(done.decision, replayed=not done.wrote))
     if done.plan is not None:
         report.launches.append(done.plan.execution_id)
+    if alongside is not None and not alongside.marked:  # no launch went out (refused, blocked)
+        alongside.finish_alone(ctx)
+
+
+def _retire(ctx: Ctx, eid: str, unsent: bool, report: PassReport) -> None:
+    """Delete the fenced Pod: at once when the journal says it was not sent, else only if it is there."""
+    if unsent or ctx.launcher.exists(eid):
+        ctx.point("before:retire")
+        ctx.launcher.retire(eid)
+        ctx.point("after:retire")
+        report.retired.append(eid)

@@ -11,8 +11,18 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
   Secret, a Pod the API server refuses) stays ``unknown`` with the reason in its journal entry, which
   the seat's card shows;
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
-  whether the Pod exists; only if it does not, it mints a new credential and
-  sends the launch again. Either way it then marks the step ``ok``.
+  whether the launch took effect (``launched`` when the launcher has it: the
+  Kubernetes one creates Secret, ConfigMap and Pod at once, so a crash may
+  leave a Pod without its Secret; else ``exists``); only if it did not, it
+  mints a new credential and sends the launch again, marked ``resumed`` (the
+  launcher then writes the Secret before anything can read it). Either way
+  it then marks the step ``ok``.
+
+A write that may go out together with the launch (:class:`Alongside`: the
+fenced attempt's retire) runs on a small pool while the launch is sent; its
+journal marks are written by the launch's own ``ok`` marks, so it costs no
+round trip and waits for nothing on the launch's path. A crash before those
+marks leaves both steps ``unknown``: each is observed before being sent again.
 """
 
 from __future__ import annotations
@@ -21,15 +31,57 @@ import hashlib
 import json
 import logging
 import secrets
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
 from .context import Ctx
-from .errors import LaunchBlocked
+from .errors import InjectedFault, LaunchBlocked, LeaseLost
+from .launcher import ReplacementLauncher
 from .models import LaunchPlan
 from .records import AttemptRecord
 
 log = logging.getLogger("agentihooks.recovery")
+#: Writes sent beside launches (the fenced Pods' deletions); bounded like the pass's pool.
+_BESIDE = ThreadPoolExecutor(max_workers=16, thread_name_prefix="beside-launch")
+
+
+@dataclass
+class Alongside:
+    """A write sent concurrently with a launch; ``marks``/``finish`` join the launch's ``ok`` script."""
+
+    send: Callable[[], None]
+    marks: list[list[str]]
+    finish: list[str]
+    #: Set once ``send`` returned; ``marked`` once its marks are written.
+    sent: bool = False
+    marked: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> Future[None]:
+        return _BESIDE.submit(self._run)
+
+    def _run(self) -> None:
+        with self._lock:
+            if not self.sent:
+                self.send()
+                self.sent = True
+
+    def finish_alone(self, ctx: Ctx) -> None:
+        """Send it (if the launch did not) and write its marks on their own (a blocked or absent launch)."""
+        self._run()
+        if not self.marked:
+            ctx.w.run("marks", {"marks": self.marks, "finish": self.finish})
+            self.marked = True
+
+
+def launched(launcher: ReplacementLauncher, execution_id: str) -> bool:
+    """Whether the attempt's launch took effect: ``launcher.launched`` when it has one, else ``exists``."""
+    check = getattr(launcher, "launched", None)
+    return bool(check(execution_id)) if callable(check) else launcher.exists(execution_id)
 
 
 def mint() -> tuple[str, str]:
@@ -38,7 +90,7 @@ def mint() -> tuple[str, str]:
     return token, hashlib.sha256(token.encode()).hexdigest()
 
 
-def plan_for(record: AttemptRecord, token: str, epoch: int) -> LaunchPlan:
+def plan_for(record: AttemptRecord, token: str, epoch: int, *, resumed: bool = False) -> LaunchPlan:
     return LaunchPlan(
         execution_id=record.execution_id,
         seat=record.seat,
@@ -52,21 +104,28 @@ def plan_for(record: AttemptRecord, token: str, epoch: int) -> LaunchPlan:
         worker_token=SecretStr(token),
         compatibility_key=record.compatibility_key,
         epoch=epoch,
+        resumed=resumed,
     )
 
 
-def launch_step(ctx: Ctx, record: AttemptRecord, token: str | None) -> LaunchPlan | None:
+def launch_step(
+    ctx: Ctx, record: AttemptRecord, token: str | None, alongside: Alongside | None = None
+) -> LaunchPlan | None:
     """Finish the ``launch`` step of ``record``; ``token`` is set only right after the admission.
 
     Returns the plan that was sent, or ``None`` when the Pod was observed to exist already.
+    ``alongside`` (only with a ``token``) is sent concurrently and marked with the launch.
     """
     eid = record.execution_id
     with ctx.lock_for(eid):
-        return _launch_locked(ctx, record, token)
+        return _launch_locked(ctx, record, token, alongside)
 
 
-def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> LaunchPlan | None:
+def _launch_locked(
+    ctx: Ctx, record: AttemptRecord, token: str | None, alongside: Alongside | None
+) -> LaunchPlan | None:
     eid = record.execution_id
+    resumed = token is None
     if token is None:
         # Resumed: the step is unknown, unless another thread of this process just finished it.
         ctx.w.trip()
@@ -74,7 +133,7 @@ def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> Launch
         if raw is not None and json.loads(raw).get("launch", {}).get("status") in ("ok", "skipped"):
             return None
         # Observe before sending again.
-        if ctx.launcher.exists(eid):
+        if launched(ctx.launcher, eid):
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
             return None
         token, digest = mint()
@@ -83,11 +142,14 @@ def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> Launch
             # No longer the seat's current attempt: never launch it.
             ctx.w.run("marks", {"marks": [[eid, "launch", "skipped"]], "finish": [eid]})
             return None
-    plan = plan_for(record, token, ctx.w.epoch)
+    plan = plan_for(record, token, ctx.w.epoch, resumed=resumed)
     ctx.point("before:launch")
+    beside = alongside.start() if alongside is not None else None
     try:
         ctx.launcher.launch(plan)
     except LaunchBlocked as e:
+        if beside is not None:
+            beside.result()
         # Stays ``unknown`` (a later pass observes, then sends again); the journal says why.
         answer = ctx.w.run(
             "blocked",
@@ -103,5 +165,20 @@ def _launch_locked(ctx: Ctx, record: AttemptRecord, token: str | None) -> Launch
             log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.swarm, eid, e.message)
         return None
     ctx.point("after:launch")
-    ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
+    marks, finish = [[eid, "launch", "ok"]], [eid]
+    failed: Exception | None = None
+    if beside is not None and alongside is not None:
+        try:
+            beside.result()
+        except (InjectedFault, LeaseLost):
+            raise  # a crash: nothing more is written, both steps stay unknown
+        except Exception as e:  # the launch is still marked; the concurrent write is retried later
+            failed = e
+        else:
+            marks, finish = [*marks, *alongside.marks], [*finish, *alongside.finish]
+    ctx.w.run("marks", {"marks": marks, "finish": finish})
+    if failed is not None:
+        raise failed
+    if alongside is not None:
+        alongside.marked = True
     return plan

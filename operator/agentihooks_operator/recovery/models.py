@@ -60,6 +60,9 @@ class LaunchPlan(_Model):
     worker_token: SecretStr
     compatibility_key: str
     epoch: int
+    #: Sent again after a crash left the launch ``unknown`` (a new credential): the launcher then
+    #: writes the credential Secret before the Pod, never beside it.
+    resumed: bool = False
 
 
 class DecisionResult(_Model):

@@ -13,6 +13,13 @@ run on a bounded pool (:mod:`.fanout`), so the Kubernetes calls of different
 attempts overlap. Each attempt reports into its own :class:`PassReport`; they
 are merged in the pass's order so the report reads the same however the
 threads interleaved.
+
+:func:`run_one` is the same for a single attempt whose Pod event showed it
+failed (the operator's event-driven path): one narrow read instead of the
+swarm's snapshot, then the same fence and steps. Both paths claim an attempt in
+the Recovery's :class:`~.fanout.InFlight` set first and leave alone one that is
+claimed, so a pass and the event path never advance the same attempt at once
+in one process (across processes the lease and the journal guard it).
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from ..swarm import SwarmSpec
 from . import choices
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost
-from .fanout import Fanout
+from .fanout import Fanout, InFlight
 from .fencing import Failure, fence_step, recover
 from .launching import launch_step
 from .models import AttemptObservation, PassReport
 from .reads import Attempt, Snapshot, attempts, snapshot
 from .records import LedgerRow
 from .relaunch import finish_retire
+from .writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
 
@@ -41,10 +49,65 @@ _LISTS = ("fenced", "decisions", "launches", "retired", "refusals", "skipped_sta
 
 
 def run_pass(
-    ctx: Ctx, spec: SwarmSpec, observations: Sequence[AttemptObservation], report: PassReport
+    ctx: Ctx,
+    spec: SwarmSpec,
+    observations: Sequence[AttemptObservation],
+    report: PassReport,
+    inflight: InFlight | None = None,
 ) -> None:
     snap = snapshot(ctx.w)
     report.paused = snap.paused
+    failures = _failures(snap, observations)
+    ids = list(dict.fromkeys([*failures, *snap.work]))
+    _advance(
+        ctx, spec, snap=snap, failures=failures, wanted=ids, report=report, inflight=inflight or InFlight()
+    )
+    choices.apply_requests(ctx, spec, snap, report)
+
+
+def run_one(
+    ctx: Ctx, spec: SwarmSpec, observation: AttemptObservation, report: PassReport, inflight: InFlight
+) -> bool:
+    """The event-driven path: advance one failed attempt now, with the pass's steps and journal.
+
+    False when there is nothing to do here: not the seat's current attempt, already handed to a
+    launch, or another thread of this process (a pass) is advancing it.
+    """
+    snap = _narrow(ctx.w, observation)
+    report.paused = snap.paused
+    failures = _failures(snap, [observation])
+    if not failures:
+        return False
+    claimed = _advance(
+        ctx, spec, snap=snap, failures=failures, wanted=list(failures), report=report, inflight=inflight
+    )
+    return bool(claimed)
+
+
+def _narrow(w: Writer, o: AttemptObservation) -> Snapshot:
+    """What :func:`snapshot` says about one attempt, read in one round trip."""
+    k = w.keys
+    pipe = w.client.pipeline(transaction=False)
+    pipe.hget(k.seats, o.seat)
+    pipe.hget(k.recovery_work, o.execution_id)
+    pipe.exists(k.recovery_paused)
+    pipe.hexists(k.restore_refusals, o.execution_id)
+    current, work, paused, refused = pipe.execute()
+    w.trip()
+    return Snapshot(
+        seats={o.seat: _text(current)} if current is not None else {},
+        work={o.execution_id: _text(work)} if work is not None else {},
+        paused=bool(paused),
+        requests={},
+        refused=frozenset([o.execution_id]) if refused else frozenset(),
+    )
+
+
+def _text(v: object) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _failures(snap: Snapshot, observations: Sequence[AttemptObservation]) -> dict[str, Failure]:
     failures: dict[str, Failure] = {}
     for o in observations:
         if o.state not in ("failed", "gone") or snap.work.get(o.execution_id) == "launch":
@@ -55,9 +118,39 @@ def run_pass(
             continue  # it refused its restore and reported it: it waits for a relaunch, nothing failed
         reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
         failures[o.execution_id] = Failure(o.execution_id, o.seat, o.generation, reason, o.superseded_legacy)
-    ids = list(dict.fromkeys([*failures, *snap.work]))
+    return failures
+
+
+def _advance(
+    ctx: Ctx,
+    spec: SwarmSpec,
+    *,
+    snap: Snapshot,
+    failures: dict[str, Failure],
+    wanted: list[str],
+    report: PassReport,
+    inflight: InFlight,
+) -> list[str]:
+    """Fence, then advance, the attempts of ``wanted`` this process is not already advancing."""
+    ids = inflight.claim(wanted)
+    try:
+        _phases(ctx, spec, snap=snap, failures=failures, ids=ids, report=report)
+    finally:
+        inflight.release(ids)
+    return ids
+
+
+def _phases(
+    ctx: Ctx,
+    spec: SwarmSpec,
+    *,
+    snap: Snapshot,
+    failures: dict[str, Failure],
+    ids: list[str],
+    report: PassReport,
+) -> None:
     task_of = {s.name: s.task.id for s in spec.seats}
-    tasks = [task_of[f.seat] for f in failures.values() if f.seat in task_of]
+    tasks = [task_of[f.seat] for eid, f in failures.items() if f.seat in task_of and eid in ids]
     found, rows = attempts(ctx.w, ids, tasks)
     fan = Fanout(ctx)
     parts = {eid: PassReport() for eid in ids}
@@ -98,7 +191,6 @@ def run_pass(
         fan.run(work)
     finally:
         _merge(report, parts, ids)
-    choices.apply_requests(ctx, spec, snap, report)
 
 
 def _seat(att: Attempt, failure: Failure | None) -> str:

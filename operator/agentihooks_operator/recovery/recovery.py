@@ -20,6 +20,7 @@ from . import choices, credentials, held, outcomes, relaunch, resume, seats, tel
 from .broker import BrokerSource
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
+from .fanout import InFlight
 from .keys import SwarmKeys
 from .launcher import FaultInjector, ReplacementLauncher, no_faults
 from .lease import Lease
@@ -35,7 +36,7 @@ from .models import (
     RecoveryProgress,
     RelaunchResult,
 )
-from .passes import run_pass
+from .passes import run_one, run_pass
 from .reads import current_attempts, one
 from .records import AttemptRecord, RefusalRecord, StoredOutcome
 from .writer import Writer
@@ -74,6 +75,8 @@ class Recovery:
         if brokers is not None:
             self._ctx.brokers = brokers
         self._spec: SwarmSpec | None = None
+        #: Attempts a thread of this process is advancing (a pass or :meth:`recover_one`).
+        self._inflight = InFlight()
 
     # -- lease -------------------------------------------------------------------------------
     def acquire(self) -> bool:
@@ -149,7 +152,28 @@ class Recovery:
                 )
                 return report
             report.leader, report.epoch = True, self._w.epoch
-            run_pass(self._ctx, spec, observations, report)
+            run_pass(self._ctx, spec, observations, report, self._inflight)
+        except LeaseLost:
+            report.lease_lost = True
+        finally:
+            report.round_trips = self._w.round_trips - start
+        return report
+
+    def recover_one(self, spec: SwarmSpec, observation: AttemptObservation) -> PassReport | None:
+        """Advance one failed attempt now (its Pod event showed the failure), as a pass would.
+
+        Only while this instance holds the lease (it never takes it here); ``None`` when there was
+        nothing to do: not the seat's current attempt, already being advanced by a pass of this
+        process, or not the lease holder. Every write is guarded and journaled like a pass's.
+        """
+        if self._w.epoch == 0:
+            return None
+        self._spec = spec
+        report = PassReport(leader=True, epoch=self._w.epoch)
+        start = self._w.round_trips
+        try:
+            if not run_one(self._ctx, spec, observation, report, self._inflight):
+                return None
         except LeaseLost:
             report.lease_lost = True
         finally:
