@@ -9,8 +9,10 @@ then measures:
   failed attempt held a native session and has a native checkpoint, so it goes
   the whole way: fence, two releases, retire, decision, replacement launch).
 
-Round trips are counted at the connection (one per command or pipeline sent),
-independently of the core's own bookkeeping. The baseline is one pipelined read
+The core runs with the operator's clock (:class:`RedisClock`: the write scripts
+read ``TIME`` inside Redis). Round trips are counted at the connection (one per
+command or pipeline sent, the clock's own ``TIME`` included), independently of
+the core's own bookkeeping, and printed per failed attempt. The baseline is one pipelined read
 of the same keys the pass reads (the snapshot hashes, plus the failed
 attempts' fields), timed in the same run.
 
@@ -42,9 +44,7 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,8 +58,10 @@ from agentihooks_operator.recovery import AttemptObservation, LaunchPlan, LeaseL
 from agentihooks_operator.recovery.clock import RedisClock
 from agentihooks_operator.swarm import SwarmSpec
 
-TAG = "v1"
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
+from redisproc import start_redis
+
+TAG = "v1"
 
 
 class CountingConnection(redis.Connection):
@@ -138,41 +140,6 @@ class Catalog:
         return [found] if found else []
 
 
-def start_redis(workdir: str) -> tuple[subprocess.Popen[bytes], int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    binary = shutil.which("redis-server") or "redis-server"
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            workdir,
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-            "--loglevel",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            redis.Redis(port=port).ping()
-            return proc, port
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
-
-
 def spec_of(n: int) -> SwarmSpec:
     return SwarmSpec.model_validate(
         {
@@ -219,15 +186,23 @@ def run_size(n: int, repeat: int) -> None:
         pool = redis.ConnectionPool(host="127.0.0.1", port=port, connection_class=CountingConnection)
         client = redis.Redis(connection_pool=pool)
         catalog, launcher = Catalog(), Launcher()
-        r = Recovery(client, f"bench-{n}", holder="bench", catalog=catalog, launcher=launcher)
+        # the operator's clock: the scripts read TIME inside Redis, the offset re-syncs every 30 s
+        r = Recovery(
+            client,
+            f"bench-{n}",
+            holder="bench",
+            catalog=catalog,
+            launcher=launcher,
+            clock=RedisClock(client),
+        )
         r.load_scripts()
         spec = spec_of(n)
         t = time.perf_counter()
         try:
             plans = r.ensure_seats(spec)
         except LeaseLost:
-            # Admission in one go can outlive the lease on a loaded machine (issue 18's batched
-            # admission is the fix); say so and go on with the next size rather than crash.
+            # Admission renews the lease between batches; if it is lost all the same (a stalled
+            # machine), say so and go on with the next size rather than crash.
             print(
                 f"\n== {n} attempts: admitting them took {time.perf_counter() - t:.1f} s, longer than the "
                 f"lease (15 s, the default): the lease was lost, nothing measured at this size"

@@ -32,8 +32,9 @@ from .records import AttemptRecord, GrantRecord, LedgerRow
 
 log = logging.getLogger("agentihooks.recovery")
 
-#: Seats admitted by one script: a few hundred keep each script in the low milliseconds of Redis time.
-BATCH = 500
+#: Seats admitted by one script: each such script holds Redis for about 6 ms (``bench/admission.py``);
+#: larger batches save round trips but not time (the records are built in Python either way).
+BATCH = 200
 
 
 def ensure_seats(
