@@ -54,7 +54,8 @@ def test_the_shell_carries_no_data_and_the_data_route_needs_a_token(world: World
 
 
 def test_the_script_never_writes_html() -> None:
-    source = resources.files("agentihooks_operator.ledger").joinpath("static", "index.js").read_text()
+    static = resources.files("agentihooks_operator.ledger").joinpath("static")
+    source = static.joinpath("index.js").read_text() + static.joinpath("session.js").read_text()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in source
 

@@ -31,8 +31,8 @@ def test_names_that_cannot_be_swarms_are_refused(bad: str) -> None:
 def test_shell_has_no_inline_script_style_or_handlers() -> None:
     page = render_page("swarm-a", 2000)
     scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page, re.S)
-    assert scripts == [""]  # one external script, empty body
-    assert re.search(r"<script\b[^>]*\bsrc=\"/ledger/static/ledger.js\"", page)
+    assert scripts == ["", ""]  # external scripts only (the shared sign-in, then the page's), empty bodies
+    assert re.findall(r"<script\b[^>]*\bsrc=\"/ledger/static/([a-z]+\.js)\"", page) == ["session.js", "ledger.js"]
     assert "<style" not in page and " style=" not in page
     assert not re.search(r"\son[a-z]+\s*=", page)
     assert "javascript:" not in page
@@ -48,7 +48,7 @@ def test_every_control_in_the_shell_is_labelled() -> None:
 
 
 def test_script_builds_the_page_with_text_only() -> None:
-    js = asset("ledger.js")[0].decode()
+    js = asset("ledger.js")[0].decode() + asset("session.js")[0].decode()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in js, sink
     assert "console." not in js  # nothing is logged, the token least of all

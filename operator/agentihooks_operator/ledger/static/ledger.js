@@ -4,14 +4,11 @@
 'use strict';
 
 (function () {
-  const TOKEN_KEY = 'agentihooks.ledger.token';
-  const TOKEN_SHAPE = /^[A-Za-z0-9\-._~+/]{1,4096}=*$/; // the control API's bearer token syntax
+  const { $, el, api: call, bind } = window.LedgerSession;
   const body = document.body;
   const swarm = body.dataset.swarm;
   const pollMs = Math.max(200, Number(body.dataset.pollMs) || 2000);
-  const $ = (id) => document.getElementById(id);
-
-  let token = null;
+  let token = window.LedgerSession.stored();
   let caller = null;
   let timer = null;
   let seq = 0;
@@ -19,19 +16,6 @@
   const refusals = new Map(); // execution id -> {reason, message}
   const busy = new Set(); // execution ids with a decision in flight
   const signatures = new Map(); // execution id -> last rendered state
-
-  try {
-    token = window.sessionStorage.getItem(TOKEN_KEY);
-  } catch (e) {
-    token = null;
-  }
-
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
 
   function show(id, visible) {
     $(id).hidden = !visible;
@@ -41,29 +25,8 @@
     $('announce').textContent = text;
   }
 
-  async function api(method, path, payload) {
-    const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
-    const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
-    if (payload !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(payload);
-    }
-    let resp;
-    try {
-      resp = await fetch(path, init);
-    } catch (e) {
-      return { ok: false, status: 0, error: 'unreachable', message: 'the control API cannot be reached' };
-    }
-    let data = null;
-    try {
-      data = await resp.json();
-    } catch (e) {
-      data = null;
-    }
-    if (resp.ok) return { ok: true, status: resp.status, data };
-    const error = (data && data.error) || 'http_' + resp.status;
-    const message = (data && data.message) || error;
-    return { ok: false, status: resp.status, error, message };
+  function api(method, path, payload) {
+    return call(token, method, path, payload);
   }
 
   function problemText(r) {
@@ -86,44 +49,21 @@
     }
   }
 
-  $('signin').addEventListener('submit', (event) => {
-    event.preventDefault();
-    const input = $('token');
-    const value = input.value.trim();
-    input.value = '';
-    if (!TOKEN_SHAPE.test(value)) {
-      // Never echoed: the message names what is wrong, not the value.
-      $('signin-problem').textContent =
-        'That is not a bearer token: use letters, digits and - . _ ~ + / only (optionally ending in =).';
-      show('signin-problem', true);
-      input.focus();
-      return;
-    }
-    show('signin-problem', false);
-    token = value;
-    try {
-      window.sessionStorage.setItem(TOKEN_KEY, token);
-    } catch (e) {
-      // Private modes may refuse storage; the token then lives in memory only.
-    }
-    signedIn(true);
-    $('whoami').textContent = 'Signed in; reading the ledger';
-    refresh();
-  });
-
-  $('signout').addEventListener('click', () => {
-    token = null;
-    caller = null;
-    clearTimeout(timer);
-    seq += 1;
-    try {
-      window.sessionStorage.removeItem(TOKEN_KEY);
-    } catch (e) {
-      // nothing stored
-    }
-    signedIn(false);
-    $('token').focus();
-  });
+  bind(
+    (value) => {
+      token = value;
+      signedIn(true);
+      $('whoami').textContent = 'Signed in; reading the ledger';
+      refresh();
+    },
+    () => {
+      token = null;
+      caller = null;
+      clearTimeout(timer);
+      seq += 1;
+      signedIn(false);
+    },
+  );
 
   // ---- polling ----------------------------------------------------------------------------
   async function refresh() {
