@@ -41,10 +41,25 @@ class OperatorConfig(BaseSettings):
     node_lost_after_seconds: float = Field(default=40.0, gt=0)
     #: Delay before a pass is retried after a Redis or API error.
     retry_delay_seconds: float = Field(default=2.0, gt=0)
+    #: Share swarms among replicas (k8s/placement.py): rendezvous hashing over the live replicas.
+    #: Off: every replica tries every swarm's lease and the first one holds it.
+    placement: bool = True
+    #: Seconds between two heartbeats of this replica; unset: a sixth of the lease TTL, at most 2 s
+    #: (a replica is dropped after 3 missed beats, so before its leases run out).
+    placement_heartbeat_seconds: float | None = Field(default=None, gt=0)
+    #: A swarm stays with the replica that took it at least this long before it is handed to
+    #: the preferred one (hysteresis: a swarm moves at most once per this many seconds).
+    placement_hold_seconds: float = Field(default=30.0, ge=0)
 
     @property
     def namespace_list(self) -> list[str]:
         return [n.strip() for n in self.namespaces.split(",") if n.strip()]
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        if self.placement_heartbeat_seconds is not None:
+            return self.placement_heartbeat_seconds
+        return min(2.0, self.lease_ms / 6000)
 
 
 def connect_redis(config: OperatorConfig) -> redis.Redis:

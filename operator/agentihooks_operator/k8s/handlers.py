@@ -47,6 +47,7 @@ from .crd import GROUP, PLURAL, VERSION
 from .errors import AccessDenied, ApiError, InvalidSwarm, NoCredentials
 from .launcher import KubernetesLauncher
 from .leftovers import RedisLeftovers
+from .placement import Placement, Timing
 from .pods import DOMAIN, Owner
 from .swarmpass import SWARMS, SwarmPass
 
@@ -89,6 +90,8 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     if memo.get("catalog") is None:
         store = store_from_env(os.environ)
         memo["catalog"] = store if store is not None else EmptyCatalog()
+    if config.placement and memo.get("placement") is None:
+        memo["placement"] = _start_placement(memo, config)
     memo.setdefault("triggers", {})
     memo.setdefault("results", {})
     memo.setdefault("passes", {})
@@ -96,8 +99,18 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     log.info("operator %s started", config.operator_id)
 
 
+def _start_placement(memo: kopf.Memo, config: OperatorConfig) -> Placement:
+    timing = Timing.of(config.heartbeat_seconds, config.placement_hold_seconds, config.lease_ms)
+    placement = Placement(
+        memo["redis"], config.swarm_key_prefix, config.operator_id, timing, stopping=_stopping_flag(memo)
+    )
+    return placement.start()
+
+
 @kopf.on.cleanup()
 def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    if memo.get("placement") is not None:  # leave the live set: the others re-rank at once
+        memo["placement"].close()
     for thread in list(memo.get("winding") or []):  # stopped daemons still releasing with the clients
         thread.join(timeout=15)
     for held in list((memo.get("passes") or {}).values()):
@@ -350,11 +363,12 @@ async def _loop(
         await _until_next_pass(runner, spec, trigger, stopped, stopping)
 
 
-def _placed(memo: Any, namespace: str, name: str) -> Callable[[], bool]:
-    """Whether the placement among replicas (``memo["placement"]``, if any) gives this replica the swarm."""
+def _placed(memo: Any, namespace: str, name: str) -> Callable[[bool], bool]:
+    """Whether the placement among replicas (``memo["placement"]``, if any) gives this replica the
+    swarm; called with whether this replica holds its lease now."""
     placement = memo.get("placement")
     if placement is None:
-        return lambda: True
+        return lambda holding: True
     return functools.partial(placement.mine, namespace, name)
 
 
@@ -384,7 +398,9 @@ async def _until_next_pass(
             stopper.cancel()
         if done or loop.time() >= due:
             return
+        held = bool(runner.recovery.epoch)
         try:
-            await asyncio.to_thread(runner.renew)
+            if await asyncio.to_thread(runner.renew) and not held:
+                return  # this replica just took the swarm (a takeover): its first pass runs now
         except (redis.RedisError, RecoveryError) as e:
             log.warning("could not renew the lease of %s: %s", runner.owner.name, e)

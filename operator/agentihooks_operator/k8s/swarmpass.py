@@ -76,14 +76,14 @@ class SwarmPass:
         cleanup: Callable[[], object] | None = None,
         refusals: Callable[[], list[ApiError]] | None = None,
         stopping: Callable[[], bool] | None = None,
-        placed: Callable[[], bool] | None = None,
+        placed: Callable[[bool], bool] | None = None,
     ) -> None:
         #: True once the operator was told to stop: from then on no pass takes the lease.
         self._stopping = stopping or (lambda: False)
         #: Whether this replica should hold the swarm now (the placement among replicas, see
-        #: :mod:`.placement`): when it says no, a holder hands the lease over between passes and
-        #: a non-holder leaves it alone.
-        self._placed = placed or (lambda: True)
+        #: :mod:`.placement`; told whether it holds the lease now): when it says no, a holder
+        #: hands the lease over between passes and a non-holder leaves it alone.
+        self._placed = placed or (lambda holding: True)
         self._closing = closing
         self._cleanup = cleanup
         self._refusals = refusals
@@ -160,7 +160,7 @@ class SwarmPass:
         """Keep (or take) the lease between passes; never while the operator is stopping."""
         if self._stopping():
             return False
-        if not self._placed():
+        if not self._placed(bool(self.recovery.epoch)):
             self._hand_over()
             return False
         if not self.recovery.acquire():
@@ -202,7 +202,7 @@ class SwarmPass:
         t0 = time.perf_counter()
         if self._stopping():
             return PassResult(leader=False)
-        if not self._placed():
+        if not self._placed(bool(self.recovery.epoch)):
             self._hand_over()
             return PassResult(leader=False)
         if not self.recovery.acquire():
