@@ -129,7 +129,7 @@ def test_native_resume_sends_the_earlier_turns(seat: Seat) -> None:
     adapter = harness_for(seat.harness)
     expected = adapter.resume_command(seat.agent(), fenced.session_id)
     assert expected == (
-        [str(seat.cli), "--resume", fenced.session_id]
+        [str(seat.cli), "-p", "--resume", fenced.session_id]  # print mode, as launched
         if seat.harness == "claude"
         else [str(seat.cli), "exec", "resume", fenced.session_id]
     )

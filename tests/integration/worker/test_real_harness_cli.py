@@ -41,9 +41,20 @@ def test_claude_version_and_resume_arguments(npm_bin: Path, tmp_path: Path) -> N
     assert str(version) == PINNED["@anthropic-ai/claude-code"]
     assert claude.is_qualified(version)
     help_text = run([exe, "--help"], tmp_path)
-    argv = claude.resume_command([exe, "--dangerously-skip-permissions", "-p", "task"], SID)
-    assert argv == [exe, "--dangerously-skip-permissions", "--resume", SID]
-    assert "--resume" in help_text and "--dangerously-skip-permissions" in help_text
+    argv = claude.resume_command(
+        [exe, "--dangerously-skip-permissions", "-p", "--output-format", "stream-json", "task"], SID
+    )
+    assert argv == [
+        exe,
+        "--dangerously-skip-permissions",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--resume",
+        SID,
+    ]
+    for flag in ("--resume", "--dangerously-skip-permissions", "--print", "--output-format", "stream-json"):
+        assert flag in help_text, flag
     assert "--continue" in help_text and "--continue" not in argv
 
 

@@ -67,6 +67,21 @@ def test_resume_commands_never_use_continue_or_last() -> None:
     assert kept == ["codex", "resume", "--dangerously-bypass-approvals-and-sandbox", SID]
 
 
+def test_claude_resume_keeps_print_mode_and_its_output_format() -> None:
+    """Whoever reads the worker's output reads the resumed run in the format the launch asked for."""
+    agent = ["claude", "-p", "--verbose", "--output-format", "stream-json", "--model=opus", "Work on it"]
+    assert ClaudeCode().resume_command(agent, SID) == [
+        "claude", "-p", "--verbose", "--output-format", "stream-json", "--model=opus", "--resume", SID,
+    ]  # fmt: skip
+    # a valued flag left without its value at the end is dropped, not given the session id
+    assert ClaudeCode().resume_command(["claude", "--print", "--model"], SID) == [
+        "claude",
+        "--print",
+        "--resume",
+        SID,
+    ]
+
+
 @pytest.mark.parametrize("bad", ["../x", "a/b", "-rf", ""])
 def test_resume_refuses_path_like_session_ids(bad: str) -> None:
     with pytest.raises(HarnessError):

@@ -63,6 +63,8 @@ class Harness(ABC):
     qualified_series: tuple[int, int]
     #: Boolean flags of the original command that a native resume keeps.
     resume_keeps: frozenset[str] = frozenset()
+    #: Flags with a value (``--flag value`` or ``--flag=value``) that a native resume keeps with it.
+    resume_keeps_valued: frozenset[str] = frozenset()
 
     def home(self, env: Mapping[str, str]) -> Path:
         """The harness home the CLI would use with ``env``."""
@@ -118,7 +120,21 @@ class Harness(ABC):
         """Where a captured native file goes in the new home, or ``None`` if it is never restored."""
 
     def _kept_flags(self, agent: Sequence[str]) -> list[str]:
-        return [a for a in agent[1:] if a in self.resume_keeps]
+        """The original command's flags a resume keeps, in their order: the boolean ones, and the
+        valued ones with their value (a valued flag at the very end, without its value, is dropped)."""
+        kept: list[str] = []
+        args = list(agent[1:])
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            flag, joined, _ = arg.partition("=")
+            if arg in self.resume_keeps or (joined and flag in self.resume_keeps_valued):
+                kept.append(arg)
+            elif arg in self.resume_keeps_valued and i + 1 < len(args):
+                kept += [arg, args[i + 1]]
+                i += 1
+            i += 1
+        return kept
 
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")

@@ -32,7 +32,10 @@ class ClaudeCode(Harness):
     home_env = "CLAUDE_CONFIG_DIR"
     home_dirname = ".claude"
     qualified_series = (2, 1)
-    resume_keeps = frozenset({"--dangerously-skip-permissions", "--verbose"})
+    # Print mode and its output format stay as launched: whoever reads the worker's output (a log
+    # shipper parsing stream-json, say) reads the resumed run the same way.
+    resume_keeps = frozenset({"--dangerously-skip-permissions", "--verbose", "-p", "--print"})
+    resume_keeps_valued = frozenset({"--output-format", "--model", "--permission-mode"})
 
     def parse_version(self, output: str) -> HarnessVersion:
         lines = [ln for ln in output.splitlines() if ln.strip()]
