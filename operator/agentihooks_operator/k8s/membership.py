@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 
@@ -47,19 +48,19 @@ class Members:
         return sorted(r for r, joined in self.joined_ms.items() if self.now_ms - joined >= settle_ms)
 
 
-def parse(answer: list[object]) -> Members:
+def parse(answer: list[Any]) -> Members:
     """The script's ``{now, members, joined}`` as :class:`Members` (a replica live under two tokens,
     a restart with the same id, counts from its earliest join)."""
     now, names, joined = answer
     out: dict[str, int] = {}
-    for member, when in zip(names or [], joined or [], strict=True):  # type: ignore[call-overload]
+    for member, when in zip(names or [], joined or [], strict=True):
         text = member.decode() if isinstance(member, bytes) else str(member)
         _, _, operator_id = text.partition(" ")
         if not operator_id or when is None:
             continue
         at = int(when)
         out[operator_id] = min(at, out.get(operator_id, at))
-    return Members(now_ms=int(str(now)), joined_ms=out)
+    return Members(now_ms=int(now), joined_ms=out)
 
 
 class Membership:
