@@ -10,8 +10,11 @@ import os
 import socket
 
 import redis
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ..recovery.durable import Durability
+from ..redisconn import connect, parse
 
 
 def _default_holder() -> str:
@@ -25,6 +28,13 @@ class OperatorConfig(BaseSettings):
     #: The Redis password, kept apart from the URL so any characters work (the chart fills it from
     #: its ``existingSecret``). A password written in the URL itself still works when this is unset.
     redis_password: SecretStr | None = None
+    #: The Sentinels' own password, when they need one (``redis+sentinel://`` URLs only).
+    redis_sentinel_password: SecretStr | None = None
+    #: Replicas that must hold each guarded write before it counts as done (``WAIT``; 0: none).
+    #: A write fewer replicas confirm within ``redis_wait_timeout_ms`` is an unknown outcome,
+    #: re-observed on the next pass. Not on a Redis Cluster (use ``min-replicas-to-write`` there).
+    redis_wait_replicas: int = Field(default=0, ge=0)
+    redis_wait_timeout_ms: int = Field(default=1000, ge=1)
     #: Root of every Redis key (the original's ``AGENTIHOOKS_SWARM_KEY_PREFIX``).
     swarm_key_prefix: str = "agentihooks"
     #: This replica's lease-holder identity; also the ``controller-owner`` Pod label.
@@ -51,6 +61,12 @@ class OperatorConfig(BaseSettings):
     #: the preferred one (hysteresis: a swarm moves at most once per this many seconds).
     placement_hold_seconds: float = Field(default=30.0, ge=0)
 
+    @field_validator("redis_url")
+    @classmethod
+    def _usable_redis_url(cls, url: str) -> str:
+        parse(url)  # a ValueError naming AGENTIHOOKS_REDIS_URL and what is wrong
+        return url
+
     @property
     def namespace_list(self) -> list[str]:
         return [n.strip() for n in self.namespaces.split(",") if n.strip()]
@@ -63,9 +79,15 @@ class OperatorConfig(BaseSettings):
 
 
 def connect_redis(config: OperatorConfig) -> redis.Redis:
-    """The operator's Redis client: ``redis_url`` plus ``redis_password`` when one is set."""
-    if config.redis_password is None or not config.redis_password.get_secret_value():
-        return redis.Redis.from_url(config.redis_url, socket_timeout=10)
-    return redis.Redis.from_url(
-        config.redis_url, socket_timeout=10, password=config.redis_password.get_secret_value()
+    """The operator's Redis client: ``redis_url`` (one server, ``redis+cluster://`` or
+    ``redis+sentinel://``, see :mod:`..redisconn`) plus ``redis_password`` when one is set, with
+    the ``WAIT`` durability of ``redis_wait_replicas``."""
+    secret = config.redis_password.get_secret_value() if config.redis_password else None
+    sentinel = config.redis_sentinel_password
+    wait = config.redis_wait_replicas
+    return connect(
+        config.redis_url,
+        secret or None,
+        sentinel_password=sentinel.get_secret_value() or None if sentinel else None,
+        durability=Durability(wait, config.redis_wait_timeout_ms) if wait else None,
     )
