@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from ..recovery.errors import InvalidInput
 from ..recovery.keys import SwarmKeys
 from ..recovery.records import AttemptRecord
+from ..redisconn import connect, parse
 from .client import EXIT_REFUSED, EXIT_UNREACHABLE, CliError
 from .swarm import run
 
@@ -284,10 +285,20 @@ def _drop(step: Step) -> tuple[Step, Write]:
 
 
 def _connect(url: str, password: str | None) -> redis.Redis:
-    kw: dict[str, Any] = {"socket_timeout": 10}
-    if password:
-        kw["password"] = password
-    return redis.Redis.from_url(url, **kw)
+    """The operator's connection factory: one server, or the primary Sentinel names. Not a Redis
+    Cluster: each step moves a key between the original's unbraced name and the swarm's
+    hash-tagged one in one transaction, and a cluster refuses a transaction across slots."""
+    try:
+        mode = parse(url).mode
+    except ValueError as e:
+        raise CliError(str(e)) from e
+    if mode == "cluster":
+        raise CliError(
+            "migrate-keys needs one primary (redis://, or redis+sentinel://): it moves each key from the "
+            "original's unbraced name to the swarm's hash-tagged one in a transaction, which a Redis "
+            "Cluster refuses across slots. Run it where the original's keys live, before any cluster."
+        )
+    return connect(url, password or None)
 
 
 @app.command("migrate-keys")

@@ -187,3 +187,12 @@ def test_bad_names_and_an_unreachable_redis_are_one_error_line(redis_url: str) -
         app, ["admin", "migrate-keys", SWARM, "--redis-url", "redis://127.0.0.1:1/0"], env={}
     )
     assert down.exit_code == 3 and down.output.startswith("error: redis:")
+
+
+def test_a_cluster_or_a_bad_url_is_refused_before_connecting() -> None:
+    cluster = CliRunner().invoke(
+        app, ["admin", "migrate-keys", SWARM, "--redis-url", "redis+cluster://127.0.0.1:1"], env={}
+    )
+    assert cluster.exit_code == 1 and "refuses across slots" in cluster.output
+    bad = CliRunner().invoke(app, ["admin", "migrate-keys", SWARM, "--redis-url", "127.0.0.1:6379"], env={})
+    assert bad.exit_code == 1 and "AGENTIHOOKS_REDIS_URL: not a URL" in bad.output
