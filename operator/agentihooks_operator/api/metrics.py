@@ -34,7 +34,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from ..instruments import DECIDERS
+from ..instruments import DECIDERS, KNOWN_REASONS
 from ..k8s.classify import Reason as FailureReason
 from ..recovery.errors import RecoveryError
 from .registry import SwarmEntry
@@ -54,7 +54,10 @@ KNOWN = {
     "decisions_by_choice": ("resume", "fresh"),
     "decisions_by_decider": DECIDERS,
     "refusals_by_reason": ("not_pending", "no_checkpoint"),
+    "restore_refusals": tuple(sorted(KNOWN_REASONS)),
 }
+#: Families whose label values come from reports: a value outside ``KNOWN`` is counted as ``other``.
+CLOSED = frozenset({"restore_refusals"})
 #: Counter families kept in Redis: family name (exposed with ``_total``) → (help, Redis family, label).
 COUNTERS = {
     "agentihooks_restore_outcomes": (
@@ -74,19 +77,32 @@ COUNTERS = {
         "decider",
     ),
     "agentihooks_refusals": ("Refused recovery requests by reason.", "refusals_by_reason", "reason"),
+    "agentihooks_restore_refusals": (
+        "Restores a replacement refused and reported (it waits for a relaunch), by reason.",
+        "restore_refusals",
+        "reason",
+    ),
 }
+RELAUNCHES = "agentihooks_relaunches"
 #: The spec's name for the verified outcomes, kept as it always was exposed (no ``_total``: an
 #: OpenMetrics counter must end in ``_total``, so this family is typed ``unknown``; the counter form
 #: is ``agentihooks_restore_outcomes_total``).
 SPEC_OUTCOMES = "agentihooks_restore_outcomes_by_type"
 AWAITING = "agentihooks_seats_awaiting_decision"
 #: Exposed sample names exported by the lease holder only.
-GLOBAL = frozenset({SPEC_OUTCOMES, AWAITING, *(f"{name}_total" for name in COUNTERS)})
+GLOBAL = frozenset({SPEC_OUTCOMES, AWAITING, f"{RELAUNCHES}_total", *(f"{name}_total" for name in COUNTERS)})
 
 
 def _family(counters: dict[str, int], family: str) -> dict[str, int]:
     prefix = family + ":"
-    return {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
+    found = {k[len(prefix) :]: v for k, v in counters.items() if k.startswith(prefix)}
+    if family not in CLOSED:
+        return found
+    out: dict[str, int] = {}
+    for k, v in found.items():
+        label = k if k in KNOWN[family] else "other"
+        out[label] = out.get(label, 0) + v
+    return out
 
 
 class SwarmCollector(Collector):
@@ -115,6 +131,11 @@ class SwarmCollector(Collector):
             "agentihooks_restore_outcomes_total (same values; typed unknown because an OpenMetrics "
             "counter must end in _total).",
             labels=["swarm", "type"],
+        )
+        relaunches = CounterMetricFamily(
+            RELAUNCHES,
+            "Refused restores launched again by a relaunch (the same directive, next generation).",
+            labels=["swarm"],
         )
         awaiting = GaugeMetricFamily(
             AWAITING, "Seats whose fenced attempt waits for a restore decision.", labels=["swarm"]
@@ -151,10 +172,12 @@ class SwarmCollector(Collector):
                 held = self.state.lease_held(entry)
                 held_g.add_metric([entry.name], 1 if held else 0)
                 if held:
-                    self._global(entry, counters, spec, awaiting)
+                    raw = self._global(entry, counters, spec, awaiting)
+                    relaunches.add_metric([entry.name], raw.get("relaunches", 0))
             except (redis.RedisError, OSError, RecoveryError) as e:
                 log.warning("metrics: swarm %s left out of this scrape (%s)", entry.name, type(e).__name__)
         yield from counters.values()
+        yield relaunches
         yield spec
         yield awaiting
         yield held_g
@@ -168,8 +191,9 @@ class SwarmCollector(Collector):
         counters: dict[str, CounterMetricFamily],
         spec: UnknownMetricFamily,
         awaiting: GaugeMetricFamily,
-    ) -> None:
-        """The swarm-global families: read from Redis, exported by the lease holder only."""
+    ) -> dict[str, int]:
+        """The swarm-global families: read from Redis, exported by the lease holder only (the raw
+        counters are returned for the families built apart)."""
         raw = entry.recovery.metrics()
         cards = entry.recovery.cards(entry.spec)
         for name, (_help, family, _label) in COUNTERS.items():
@@ -181,6 +205,7 @@ class SwarmCollector(Collector):
                 counters[name].add_metric([entry.name, k], v)
         waiting = sum(1 for c in cards if c.binding == "awaiting decision")
         awaiting.add_metric([entry.name], waiting)
+        return raw
 
 
 class Exposition(Collector):

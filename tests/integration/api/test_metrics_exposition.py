@@ -22,26 +22,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 from testsupport.control_api import MASTER_A, World, live_api
 from testsupport.recovery import MemoryLauncher, observe, swarm_spec
-
-OPENMETRICS = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(url: str, accept: str | None = OPENMETRICS) -> Samples:
-    headers = {"Accept": accept} if accept else {}
-    r = httpx.get(url + "/metrics", headers=headers, timeout=30)
-    assert r.status_code == 200
-    text = r.text
-    families = (
-        parse_openmetrics(text)
-        if r.headers["Content-Type"].startswith("application/openmetrics-text")
-        else parse_text(text)
-    )
-    return {(s.name, frozenset(s.labels.items())): float(s.value) for f in families for s in f.samples}
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
+from testsupport.scrape import OPENMETRICS, scrape, value
 
 
 def test_openmetrics_when_asked_and_the_text_format_otherwise(world: World) -> None:

@@ -27,6 +27,7 @@ from agentihooks_operator.recovery import LaunchPlan
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.control_api import MASTER_A, World, make_world
 from testsupport.recovery import observe
+from testsupport.scrape import scrape, value
 from testsupport.worker_boot import start_boot
 from typer.testing import CliRunner
 
@@ -139,6 +140,12 @@ def test_a_version_changed_refusal_is_fixed_by_a_new_image_and_relaunched(
         shown = card(w)
         assert shown["successor"] == new and shown["continuity"] == "native"
         assert shown["restore_refused"] is None and shown["relaunches"] == 1
+        # the swarm-global counters say the same on /metrics (the refusal by reason, one relaunch)
+        samples = scrape(w.url)
+        refusals = "agentihooks_restore_refusals_total"
+        assert value(samples, refusals, swarm="swarm-a", reason="version_changed") == 1
+        assert value(samples, refusals, swarm="swarm-a", reason="corrupt_object") == 0  # exported at 0
+        assert value(samples, "agentihooks_relaunches_total", swarm="swarm-a") == 1
 
         # Relaunching again answers the same relaunch and admits nothing.
         again = cli(w, "swarm", "swarm-a", "relaunch", "eng-1")

@@ -32,7 +32,10 @@ def test_shell_has_no_inline_script_style_or_handlers() -> None:
     page = render_page("swarm-a", 2000)
     scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page, re.S)
     assert scripts == ["", ""]  # external scripts only (the shared sign-in, then the page's), empty bodies
-    assert re.findall(r"<script\b[^>]*\bsrc=\"/ledger/static/([a-z]+\.js)\"", page) == ["session.js", "ledger.js"]
+    assert re.findall(r"<script\b[^>]*\bsrc=\"/ledger/static/([a-z]+\.js)\"", page) == [
+        "session.js",
+        "ledger.js",
+    ]
     assert "<style" not in page and " style=" not in page
     assert not re.search(r"\son[a-z]+\s*=", page)
     assert "javascript:" not in page
