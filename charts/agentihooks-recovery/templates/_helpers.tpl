@@ -116,8 +116,18 @@ Included once, from the operator Deployment.
 {{- if and (eq .Values.redis.mode "external") (not .Values.redis.external.url) -}}
 {{- fail "redis.mode is external but redis.external.url is empty: set the URL of your Redis" -}}
 {{- end -}}
-{{- if and (eq .Values.redis.mode "external") (regexMatch "^rediss?://[^/@]*:[^/@]*@" .Values.redis.external.url) -}}
+{{- if and (eq .Values.redis.mode "external") (regexMatch "^rediss?(\\+cluster|\\+sentinel)?://[^/@]*:[^/@]*@" .Values.redis.external.url) -}}
 {{- fail "redis.external.url must not carry a password: put it in the Secret named by redis.auth.existingSecret" -}}
+{{- end -}}
+{{- $ext := .Values.redis.external -}}
+{{- if and (gt (int $ext.waitReplicas) 0) (ne .Values.redis.mode "external") -}}
+{{- fail "redis.external.waitReplicas needs replicas: the embedded Redis has none (use redis.mode external with Sentinel)" -}}
+{{- end -}}
+{{- if and (gt (int $ext.waitReplicas) 0) (regexMatch "^rediss?\\+cluster://" $ext.url) -}}
+{{- fail "redis.external.waitReplicas is not supported on a Redis Cluster: set min-replicas-to-write on its primaries" -}}
+{{- end -}}
+{{- if and $ext.sentinelAuth.existingSecret (not (regexMatch "^rediss?\\+sentinel://" $ext.url)) -}}
+{{- fail "redis.external.sentinelAuth is for Sentinel: redis.external.url must be a redis+sentinel:// URL" -}}
 {{- end -}}
 {{- if and (eq .Values.checkpointStore.mode "bucket") (not .Values.checkpointStore.bucket.name) -}}
 {{- fail "checkpointStore.mode is bucket but checkpointStore.bucket.name is empty" -}}
