@@ -25,6 +25,7 @@ SECRETS = {
     name: "s3cr3t"
     for name in (
         "agentihooks-redis",
+        "agentihooks-redis-sentinel",
         "agentihooks-operator-token",
         "agentihooks-s3",
         "rel-agentihooks-recovery-redis-auth",
@@ -77,7 +78,7 @@ def test_rendered_settings_parse(helm: Helm, name: str, monkeypatch: pytest.Monk
     assert op.operator_id == "operator-pod-0"
     assert api.control_port == 8080
     assert api.checkpoint_object_cap == 2 * 1024**3
-    assert op.redis_url.startswith(("redis://", "rediss://"))
+    assert op.redis_url.startswith(("redis://", "rediss://", "redis+sentinel://", "rediss+cluster://"))
     if "AGENTIHOOKS_REDIS_PASSWORD" in env:
         assert op.redis_password is not None and op.redis_password.get_secret_value() == "s3cr3t"
         assert "s3cr3t" not in op.redis_url, "the password travels apart from the URL"
