@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from agentihooks_operator.k8s.placement import preferred
 from agentihooks_operator.recovery.keys import SwarmKeys
@@ -35,6 +36,7 @@ from testsupport.realcluster import RealCluster as Cluster
 from .conftest import swarm_spec
 from .flows import choose, eid, fenced, replacement, running_seat
 
+pytestmark = pytest.mark.slow
 NAMES = [f"sw-{i:02d}" for i in range(30)]
 ENV = {"AGENTIHOOKS_PLACEMENT_HEARTBEAT_SECONDS": "0.5", "AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "2"}
 
