@@ -77,6 +77,7 @@ def test_the_script_answer_is_parsed_per_operator_id() -> None:
     assert parse(answer) == Members(now_ms=5000, joined_ms={"op-a": 50, "op-b": 200})
 
 
-def test_an_operator_id_with_a_space_is_refused() -> None:
-    with pytest.raises(ValueError, match="without spaces"):
-        Membership(None, "agentihooks", "op a", dead_ms=1000)  # type: ignore[arg-type]
+def test_an_operator_id_may_hold_spaces_but_not_be_empty() -> None:
+    assert parse([1, [b"t1 op a"], [b"1"]]).joined_ms == {"op a": 1}
+    with pytest.raises(ValueError, match="must not be empty"):
+        Membership(None, "agentihooks", "", dead_ms=1000)  # type: ignore[arg-type]
