@@ -9,7 +9,7 @@ kubeconfig holds a TokenRequest token of the chart's ServiceAccount, and it
 watches the benchmark's namespace only (Pod Security ``restricted``). Every
 failed attempt held a native session (written as its heartbeat would) and has
 a native checkpoint listed, so recovery goes the whole way without a human:
-fence, releases, retire, decision, launch.
+fence, releases, decision, launch (the fenced Pod's deletion beside it).
 
 Failure: the simulated kubelet binds every seat's Pod to a Node it keeps
 alive, writes it Running, then writes OOMKilled through the status
@@ -21,7 +21,9 @@ delivery later than the create reaching the API server; the audit log's
 
 Scenarios (``--sizes``, default 1,10,100): 1 failure, repeated ``--rounds``
 times on a one-seat swarm; 10 and 100 simultaneous failures, each in a swarm
-of that many seats, all Pods killed at once. Baseline: one Pod status patch
+of that many seats, all Pods killed at once. ``--fleet`` adds 1000
+simultaneous failures across 10 swarms of 100 seats (every Pod of every swarm
+killed at once; the samples of all ten swarms make one scenario). Baseline: one Pod status patch
 plus the watch event it produces (a probe Pod in the same namespace, its own
 watch), ``--samples`` times on the same API server immediately before each
 round of each scenario, so it sees the same stored objects and the same idle
@@ -223,6 +225,44 @@ async def scenario(
     return out
 
 
+async def fleet(
+    args: argparse.Namespace,
+    cluster: RealCluster,
+    kubelet: BenchKubelet,
+    watch: PodWatch,
+    probe: StatusProbe,
+    redis_url: str,
+    swarms: int,
+    size: int,
+) -> Scenario:
+    """``swarms`` swarms of ``size`` seats each, every Pod of every swarm killed at once."""
+    names = [f"fleet-{i}" for i in range(swarms)]
+    note(f"{swarms} swarms of {size} seats: creating them")
+    for name in names:
+        await cluster.create_swarm(name, realplane.swarm_spec(size))
+    pods = {name: await watch.wait_newest(name, size, 1, within=args.wait) for name in names}
+    for name in names:
+        await make_running(kubelet, redis_url, name, pods[name])
+    await asyncio.sleep(max(args.settle, 3.0))
+    out = Scenario(
+        label=f"{swarms * size} simultaneous failures across {swarms} swarms",
+        objects=await realplane.object_count(cluster),
+        baseline=await probe.measure(args.samples),
+        latencies=[],
+        audit=[],
+    )
+    note(f"failing {swarms * size} Pods at once")
+    results = await asyncio.gather(
+        *(fail_all(cluster, watch, name, pods[name], within=args.wait) for name in names)
+    )
+    for by_watch, by_audit, after_answer, spread in results:
+        out.latencies += by_watch
+        out.audit += by_audit
+        out.after_answer += after_answer
+        out.spread = max(out.spread, spread)
+    return out
+
+
 def operator_env(cluster: RealCluster, redis_url: str, profile: bool) -> dict[str, str]:
     return {
         **os.environ,
@@ -280,6 +320,10 @@ async def measure(
                     await scenario(args, cluster, kubelet, watch, probe, redis_server.url, size)
                     for size in args.sizes
                 ]
+                if args.fleet:
+                    scenarios.append(
+                        await fleet(args, cluster, kubelet, watch, probe, redis_server.url, 10, 100)
+                    )
                 note("all replacements created; stopping")
             finally:
                 if proc is not None:
@@ -499,6 +543,11 @@ def main() -> None:
         default=540.0,
         help="the whole run stops after this many seconds (default 540)",
     )
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="also 1000 simultaneous failures across 10 swarms of 100 (raises --timeout to at least 1500)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, audit log)")
     parser.add_argument(
         "--profile", action="store_true", help="per-pass and per-call timings in the operator log"
@@ -522,6 +571,8 @@ def main() -> None:
         return
     if args.quick:
         args.sizes, args.rounds, args.samples = [1, 10], 2, 50
+    if args.fleet:
+        args.timeout = max(args.timeout, 1500.0)
     run(args)
 
 

@@ -22,10 +22,11 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
 # Launch records: the ConfigMap `swarm-<execution_id>-launch` mounted into each worker, created with
-# the attempt and deleted with the fenced attempt.
+# the attempt (beside its Pod), read by name to observe a launch whose outcome is unknown after a
+# restart, and deleted with the fenced attempt.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["create", "delete"]
+  verbs: ["get", "create", "delete"]
 # Secrets: each attempt's worker credential is created with it (patched when a crashed launch left
 # one behind) and deleted when the attempt is fenced, so fencing revokes it; the control API reads the
 # masters' credential Secrets named in the Swarm.

@@ -41,12 +41,14 @@ from ..recovery.clock import RedisClock
 from ..recovery.errors import RecoveryError
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
+from . import podcache
 from .client import KubeClient, follow_kubeconfig_env
 from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
 from .errors import AccessDenied, ApiError, InvalidSwarm, NoCredentials
 from .launcher import KubernetesLauncher
 from .leftovers import RedisLeftovers
+from .pipeline import Lane, Pipeline
 from .placement import Placement, Timing
 from .pods import DOMAIN, Owner
 from .swarmpass import SWARMS, SwarmPass
@@ -93,6 +95,8 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     if config.placement and memo.get("placement") is None:
         memo["placement"] = _start_placement(memo, config)
     memo.setdefault("triggers", {})
+    memo.setdefault("pipeline", Pipeline())  # made here: kopf copies the memo per object
+    memo.setdefault("podcaches", {})  # kopf copies the memo per object: this dict is shared by all
     memo.setdefault("results", {})
     memo.setdefault("passes", {})
     memo.setdefault("refusals", {})
@@ -111,6 +115,8 @@ def _start_placement(memo: kopf.Memo, config: OperatorConfig) -> Placement:
 def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if memo.get("placement") is not None:  # leave the live set: the others re-rank at once
         memo["placement"].close()
+    if memo.get("pipeline") is not None:  # event-driven recoveries in flight finish with the clients
+        memo["pipeline"].close()
     for thread in list(memo.get("winding") or []):  # stopped daemons still releasing with the clients
         thread.join(timeout=15)
     for held in list((memo.get("passes") or {}).values()):
@@ -162,7 +168,20 @@ async def _report(kube: KubeClient, namespace: str, name: str, status: Any, cond
 
 
 @kopf.on.event("pods", labels={SWARM_LABEL: kopf.PRESENT})
-def pod_changed(labels: Mapping[str, str], namespace: str | None, memo: Any, **_: Any) -> None:
+async def pod_changed(
+    labels: Mapping[str, str], namespace: str | None, memo: Any, event: Mapping[str, Any], **_: Any
+) -> None:
+    """Runs on kopf's event loop (no thread hop): a failure the Pod alone shows starts its attempt's
+    recovery at once (:mod:`.pipeline`, which wakes the daemon when done); any other change wakes it now."""
+    podcache.feed(memo, namespace, labels.get(SWARM_LABEL), event)  # the pass reads changed Pods only
+    key = (namespace or "default", labels.get(SWARM_LABEL) or "")
+    pipeline: Pipeline | None = memo.get("pipeline")
+    if (
+        event.get("type") != "DELETED"
+        and pipeline is not None
+        and pipeline.offer(key, event.get("object") or {})
+    ):
+        return
     trigger: asyncio.Event | None = memo["triggers"].get((namespace, labels.get(SWARM_LABEL)))
     if trigger is not None:
         trigger.set()
@@ -234,6 +253,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         refusals=launcher.take_refusals,
         stopping=_stopping_flag(memo),
         placed=_placed(memo, namespace, name),
+        pod_cache=podcache.register(memo, namespace, name),
     )
     launcher.guard = runner.keepalive
     return runner
@@ -258,6 +278,8 @@ async def recovery_loop(
             key=key,
         )
     finally:
+        if memo.get("pipeline") is not None:
+            memo["pipeline"].unregister(key)
         held: SwarmPass | None = memo["passes"].get(key)
         if held is not None:
             # Shutting down or the Swarm is gone: let another replica take over at once. kopf
@@ -342,6 +364,7 @@ async def _loop(
             continue
         if runner is None:
             runner = memo["passes"][key] = _build_pass(memo, name, namespace, uid, body)
+            _join_pipeline(memo, key, runner, body, trigger)
         trigger.clear()
         try:
             result = await asyncio.to_thread(runner.run, spec)
@@ -361,6 +384,24 @@ async def _loop(
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
         await _until_next_pass(runner, spec, trigger, stopped, stopping)
+
+
+def _join_pipeline(
+    memo: Any, key: tuple[str, str], runner: SwarmPass, body: Any, trigger: asyncio.Event
+) -> None:
+    """Let the swarm's failed attempts be recovered from their Pod events (:mod:`.pipeline`)."""
+    loop = asyncio.get_running_loop()
+
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the operator has stopped
+            loop.call_soon_threadsafe(trigger.set)
+
+    lane = Lane(
+        runner=runner, spec=lambda: parse_spec(body.get("spec")), wake=wake, stopping=_stopping_flag(memo)
+    )
+    pipeline: Pipeline | None = memo.get("pipeline")
+    if pipeline is not None:
+        pipeline.register(key, lane)
 
 
 def _placed(memo: Any, namespace: str, name: str) -> Callable[[bool], bool]:

@@ -133,3 +133,65 @@ def test_crash_while_admitting_generation_one(make, client, spec, launcher, poin
     assert launcher.created[eid] == 1 and launcher.calls.count(("launch", eid)) == 1
     assert fresh.metrics()["admissions:first"] == 1
     assert json.loads(client.hget(fresh.keys.attempt_journal, eid))["launch"]["status"] == "ok"
+
+
+# -- the event-driven path (``Recovery.recover_one``): the same steps, the same journal -----------
+@pytest.mark.parametrize("point", POINTS)
+def test_crash_in_the_event_path_then_a_pass_finishes(
+    make, client, spec, checkpoint, launcher, point
+) -> None:  # type: ignore[no-untyped-def]
+    eid, built, obs = prepared(make, spec, checkpoint)
+    crashing = make(faults=CrashAt(point))
+    assert crashing.acquire()
+    with pytest.raises(InjectedFault):
+        crashing.recover_one(spec, obs[0])
+    fresh = make()
+    fresh.reconcile(spec, obs)
+    fresh.reconcile(spec, obs)
+    new = assert_exactly_once(fresh, client, launcher, eid)
+    finish_outcome(fresh, client, new, built)
+
+
+def test_the_event_path_alone_recovers_and_a_pass_then_repeats_nothing(
+    make, client, spec, checkpoint, launcher
+) -> None:  # type: ignore[no-untyped-def]
+    eid, built, obs = prepared(make, spec, checkpoint)
+    r = make()
+    assert r.acquire()
+    report = r.recover_one(spec, obs[0])
+    assert report is not None and report.fenced == [eid] and report.retired == [eid]
+    new = assert_exactly_once(r, client, launcher, eid)
+    assert report.launches == [new]
+    assert r.recover_one(spec, obs[0]) is None, "no longer the seat's current attempt"
+    r.reconcile(spec, obs)
+    assert_exactly_once(r, client, launcher, eid)
+    finish_outcome(r, client, new, built)
+
+
+def test_a_pass_and_the_event_path_never_advance_one_attempt_at_once(
+    make, client, spec, checkpoint, launcher
+) -> None:  # type: ignore[no-untyped-def]
+    eid, built, obs = prepared(make, spec, checkpoint)
+    answers: list[object] = []
+
+    def meanwhile(point: str) -> None:  # the attempt's Pod event arrives while the pass has it
+        if point == "after:fence" and not answers:
+            answers.append(r.recover_one(spec, obs[0]))
+
+    r = make(faults=meanwhile)
+    assert r.acquire()
+    r.reconcile(spec, obs)
+    assert answers == [None], "the event path left the attempt to the pass that holds it"
+    new = assert_exactly_once(r, client, launcher, eid)
+    finish_outcome(r, client, new, built)
+
+
+def test_a_controller_without_the_lease_does_nothing_on_the_event(
+    make, client, spec, checkpoint, launcher
+) -> None:  # type: ignore[no-untyped-def]
+    eid, _, obs = prepared(make, spec, checkpoint)
+    applied_before = client.hlen(make().keys.attempt_fences)
+    idle = make(holder="ctl-b")  # never acquired: it must not take the lease on an event either
+    assert idle.recover_one(spec, obs[0]) is None
+    assert client.hlen(idle.keys.attempt_fences) == applied_before == 0
+    assert launcher.calls.count(("retire", eid)) == 0
