@@ -2,9 +2,11 @@
 
 Several replicas share swarms (:mod:`.placement`); to rank them each needs the
 same list of live replicas. Every replica beats every few seconds with one
-Lua script that reads the server's ``TIME``, records its own beat, drops the
-replicas whose last beat is older than ``dead_ms``, and returns who is left
-with the time each joined. Two keys under the hash tag ``{operators}``
+Lua script that reads the server's ``TIME``, records its own beat, and
+returns the replicas whose last beat is at most ``dead_ms`` old, with the time
+each joined. A replica whose beats pause longer (a stalled process) keeps its
+join time when it beats again, so it is settled at once and nothing moves
+twice; only after twenty times ``dead_ms`` is it forgotten. Two keys under the hash tag ``{operators}``
 (``<root>:{operators}:beats``, a sorted set of last beats, and
 ``<root>:{operators}:joined``), so the script works on a Redis Cluster too.
 
@@ -30,9 +32,9 @@ if ARGV[3] == 'leave' then
 end
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('HSETNX', KEYS[2], ARGV[1], now)
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - tonumber(ARGV[2])))
-for _, m in ipairs(dead) do redis.call('ZREM', KEYS[1], m); redis.call('HDEL', KEYS[2], m) end
-local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (now - 20 * tonumber(ARGV[2])))
+for _, m in ipairs(gone) do redis.call('ZREM', KEYS[1], m); redis.call('HDEL', KEYS[2], m) end
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[2]), '+inf')
 return {now, live, redis.call('HMGET', KEYS[2], unpack(live))}
 """
 

@@ -39,14 +39,22 @@ def test_replicas_join_leave_and_are_dropped_when_they_stop_beating(redis_url: s
     clock = Clock()
     a, b = _placement(client, "op-a", clock), _placement(client, "op-b", clock, dead=0.2)
     c = _placement(client, "op-c", clock)
+    first = a.refresh()
     b.refresh()
     c.refresh()
-    assert set(a.refresh().joined_ms) == {"op-a", "op-b", "op-c"}  # type: ignore[union-attr]
+    assert first is not None
+    seen = a.refresh()
+    assert seen is not None and set(seen.joined_ms) == {"op-a", "op-b", "op-c"}
+    joined_b = seen.joined_ms["op-b"]
     c.close()  # a clean stop: gone at once
     assert set(a.refresh().joined_ms) == {"op-a", "op-b"}  # type: ignore[union-attr]
     time.sleep(0.3)  # op-a beats no more
-    # b's beat prunes with b's ``dead`` (0.2 s): a, whose last beat is 0.3 s old, is dropped
+    # b's view uses b's ``dead`` (0.2 s): a, whose last beat is 0.3 s old, is not live
     assert set(b.refresh().joined_ms) == {"op-b"}  # type: ignore[union-attr]
+    joined = a.membership.beat().joined_ms["op-a"]
+    assert joined == first.joined_ms["op-a"]
+    # a stalled, then beat again: live once more, with its first join time (settled at once)
+    assert b.refresh().joined_ms == {"op-a": joined, "op-b": joined_b}  # type: ignore[union-attr]
 
 
 def test_a_holder_hands_over_and_a_free_lease_is_taken_after_the_grace(redis_url: str) -> None:
