@@ -470,6 +470,27 @@ async def plane_size(
         client.close()
 
 
+def cached_section(args: argparse.Namespace) -> None:
+    """The operator's healthy pass with the watch-fed Pod cache, by size (bench/support/cachedpass.py)."""
+    import cachedpass
+
+    print(
+        "\n== the operator's pass with its Pod cache (SwarmPass on a private redis-server, an in-memory "
+        "Kubernetes API; medians of --repeat)"
+    )
+    work = tempfile.mkdtemp(prefix="bench-pass-cached-")
+    proc, port = start_redis(work)
+    try:
+        for n in args.cache_sizes:
+            cachedpass.run_size(
+                port, n, args.repeat, spec_of(n), lambda client, r: baseline(client, r, [], args.repeat)
+            )
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def sizes(text: str) -> list[int]:
     values = [int(v) for v in text.split(",") if v.strip()]
     if any(v < 1 for v in values):
@@ -493,6 +514,12 @@ def main() -> None:
         "--plane-repeat", type=int, default=20, help="healthy passes and baselines there (default 20)"
     )
     parser.add_argument("--no-plane", action="store_true", help="Redis only: no control plane")
+    parser.add_argument(
+        "--cache-sizes",
+        type=sizes,
+        default=[100, 1000, 5000],
+        help="seats of the cached-pass section (default 100,1000,5000; see bench/support/cachedpass.py)",
+    )
     parser.add_argument("--wait", type=float, default=120.0, help="longest wait for Pods, in seconds")
     parser.add_argument(
         "--timeout",
@@ -508,6 +535,7 @@ def main() -> None:
         bindir = realplane.require_tools()
     for n in (1000,) if args.quick else (1000, 10000):
         run_size(n, args.repeat)
+    cached_section(args)
     if bindir is not None:
         plane_section(args, bindir)
 

@@ -13,10 +13,12 @@ attempts something may have changed for:
 * its Pod is bound to a Node that changed, vanished or is not Ready (node loss
   is a matter of time since the Node's Ready condition changed).
 
-The seats map (seat → current attempt) is read every pass (one round trip of
-short strings); the attempt records (JSON) only of the attempts chosen, in one
-more round trip, skipped when none is. An attempt whose record is no longer
-``admitted`` (fenced, relaunched) is remembered and never read again.
+The seats map (seat → current attempt) costs one round trip per pass whose
+reply is its digest alone while no seat changed (hashed inside Redis, about
+1.5 ms at 5,000 seats); the map itself crosses only when it changed. The attempt records (JSON) are read only
+for the attempts chosen, in one more round trip, skipped when none is. An
+attempt whose record is no longer ``admitted`` (fenced, relaunched) is
+remembered and not read again.
 
 The Nodes are listed every ``every_s`` (a quarter of ``node_lost_after_s``,
 at most 10 s), not every pass: node loss is still seen within
@@ -72,16 +74,44 @@ def bound_to(pods: Mapping[str, Mapping[str, Any]], nodes: Collection[str]) -> s
     return {name for name, p in pods.items() if str((p.get("spec") or {}).get("nodeName") or "") in nodes}
 
 
+#: The seats map, unless its digest is the one the caller already holds: one round trip whose reply
+#: is 40 bytes while no seat changed. The digest is of the map's serialized form (DUMP, in Redis's C
+#: code: about 0.3 µs a seat), so nothing is parsed in Lua or Python unless the map changed.
+SEATS_IF_CHANGED_LUA = """
+local dumped = redis.call('DUMP', KEYS[1])
+local digest = dumped and redis.sha1hex(dumped) or 'absent'
+if digest == ARGV[1] then return {digest} end
+return {digest, redis.call('HGETALL', KEYS[1])}
+"""
+
+
+def execution_of(name: str) -> str:
+    """The execution id a Pod name carries (see :func:`.pods.pod_name`)."""
+    return name.removeprefix(pod_name(""))
+
+
 class Scope:
-    """What this process last saw of each current attempt, to choose the ones a pass observes."""
+    """What this process last saw of each current attempt, to choose the ones a pass observes.
+
+    Every set here is kept up to date from what changed (a Pod event, a new seats map, a verdict),
+    so choosing costs O(changed + unsettled), not O(seats)."""
 
     def __init__(self, client: redis.Redis, keys: SwarmKeys) -> None:
         self._client = client
         self._keys = keys
+        self._seats_if_changed = client.register_script(SEATS_IF_CHANGED_LUA)
         #: execution id → state of its last observation (current, admitted attempts only).
         self.states: dict[str, str] = {}
+        self._running = 0
+        #: Observed attempts whose verdict may change with time alone (see the module's doc).
+        self._unsettled: set[str] = set()
         #: Attempts whose record is no longer admitted (never admitted again).
         self._out: set[str] = set()
+        #: The seats map as last read, its digest, its attempts and those without a Pod in the cache.
+        self._seats: dict[str, str] = {}
+        self._digest = ""
+        self._current: set[str] = set()
+        self._absent: set[str] = set()
         #: How many verdicts changed so far (the status is rebuilt when this moves).
         self.moves = 0
 
@@ -92,45 +122,62 @@ class Scope:
         nodes_touched: Collection[str],
     ) -> list[AttemptRecord]:
         """The current admitted attempts this incremental pass observes, sorted by seat."""
-        raw = self._client.hgetall(self._keys.seats)
-        seats = {_s(k): _s(v) for k, v in raw.items()}
-        current = set(seats.values())
-        self._out &= current
-        for gone in self.states.keys() - current:
-            del self.states[gone]
-            self.moves += 1
-        near = bound_to(pods, nodes_touched)
-        wanted = [
-            eid for eid in seats.values() if eid not in self._out and self._wanted(eid, pods, changed, near)
-        ]
-        if not wanted:
+        reply = self._seats_if_changed(keys=[self._keys.seats], args=[self._digest])
+        wanted: set[str] = set()
+        if len(reply) > 1:  # the seats map changed since the last read
+            flat = [_s(v) for v in reply[1]]
+            self._seats = dict(zip(flat[0::2], flat[1::2], strict=True))
+            self._digest = _s(reply[0])
+            self._current = set(self._seats.values())
+            for gone in self.states.keys() - self._current:
+                self._drop(gone)
+            self._out &= self._current
+            self._absent = {e for e in self._current if pod_name(e) not in pods}
+            wanted |= self._current - self.states.keys()  # new attempts
+        else:
+            for name in changed:
+                eid = execution_of(name)
+                if eid in self._current:
+                    (self._absent.discard if name in pods else self._absent.add)(eid)
+        wanted |= self._absent | self._unsettled
+        wanted |= {execution_of(n) for n in changed} & self._current
+        if nodes_touched:
+            wanted |= {execution_of(n) for n in bound_to(pods, nodes_touched)} & self._current
+        ids = sorted(wanted - self._out)
+        if not ids:
             return []
-        records = self._client.hmget(self._keys.attempt_records, wanted)
+        records = self._client.hmget(self._keys.attempt_records, ids)
         out: list[AttemptRecord] = []
-        for eid, blob in zip(wanted, records, strict=True):
+        for eid, blob in zip(ids, records, strict=True):
             record = AttemptRecord.model_validate_json(blob) if blob else None
-            if record is None or record.state != "admitted" or seats.get(record.seat) != eid:
+            if record is None or record.state != "admitted" or self._seats.get(record.seat) != eid:
                 self._out.add(eid)
-                if self.states.pop(eid, None) is not None:
-                    self.moves += 1
+                self._drop(eid)
                 continue
             out.append(record)
         return sorted(out, key=lambda r: r.seat)
 
-    def _wanted(self, eid: str, pods: Mapping[str, Any], changed: Collection[str], near: set[str]) -> bool:
-        name = pod_name(eid)
-        state = self.states.get(eid)
-        return state not in SETTLED or name in changed or name not in pods or name in near
-
     def seen(self, observations: list[AttemptObservation], *, full: bool) -> None:
         """Remember the verdicts of this pass (a full pass replaces what was known)."""
-        if full:
-            self.states = {}
-            self._out = set()
+        if full:  # the next incremental pass reads the seats map again
+            self.states, self._running, self._unsettled, self._out, self._digest = {}, 0, set(), set(), ""
         for o in observations:
             if self.states.get(o.execution_id) != o.state:
                 self.moves += 1
+            self._drop(o.execution_id, count=False)
             self.states[o.execution_id] = o.state
+            self._running += o.state == "running"
+            if o.state not in SETTLED:
+                self._unsettled.add(o.execution_id)
+
+    def _drop(self, eid: str, *, count: bool = True) -> None:
+        state = self.states.pop(eid, None)
+        if state is None:
+            return
+        self._running -= state == "running"
+        self._unsettled.discard(eid)
+        self.moves += count
 
     def running(self) -> int:
-        return sum(1 for s in self.states.values() if s == "running")
+        """Current attempts last seen running."""
+        return self._running

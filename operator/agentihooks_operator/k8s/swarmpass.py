@@ -39,7 +39,9 @@ from .crd import API_VERSION, PLURAL
 from .errors import AccessDenied, ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
 from .observe import PullGrace, observe, split_foreign
-from .pods import OWNER_LABEL, Owner, label
+from .podcache import RESYNC_S, PodCache, PodView
+from .pods import OWNER_LABEL, Owner, label, owned_by
+from .scope import Scope, node_period, touched_nodes
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
@@ -77,6 +79,7 @@ class SwarmPass:
         refusals: Callable[[], list[ApiError]] | None = None,
         stopping: Callable[[], bool] | None = None,
         placed: Callable[[bool], bool] | None = None,
+        pod_cache: PodCache | None = None,
     ) -> None:
         #: True once the operator was told to stop: from then on no pass takes the lease.
         self._stopping = stopping or (lambda: False)
@@ -100,6 +103,22 @@ class SwarmPass:
         self.redis = redis_client
         self.keys = keys
         self._nodes_allowed = True
+        #: The swarm's Pods as the watch shows them (``None``: every pass lists them, see :mod:`.podcache`).
+        self._cache = pod_cache
+        #: Which attempts an incremental pass observes (:mod:`.scope`).
+        self._scope = Scope(redis_client, keys)
+        self._epoch_seen = 0
+        #: The last Node list, when the next one is due, and the Nodes a pass re-observes Pods on.
+        self._node_view: dict[str, dict[str, Any]] | None = None
+        self._nodes_due = 0.0
+        self._node_every_s = node_period(node_lost_after_s)
+        self._touched: set[str] = set()
+        self._foreign: dict[str, Any] = {}
+        #: The handoff cards last built, what they were built from, and when they must be rebuilt anyway.
+        self._cards: list[dict[str, Any]] = []
+        self._cards_from: tuple[int, str | None] | None = None
+        self._cards_due = 0.0
+        self._newest_event: str | None = None
         self._last_status: dict[str, Any] | None = None
         self._seen_events: set[str] | None = None
         #: Foreign Pods already reported (reported again if one goes away and comes back).
@@ -112,11 +131,27 @@ class SwarmPass:
         self.last_pass_seconds: float | None = None
 
     # -- reads ---------------------------------------------------------------------------------
-    def _pods(self) -> dict[str, dict[str, Any]]:
-        items = self.kube.list("pods", self.owner.namespace, {label("swarm"): self.owner.name})
-        return {str(p["metadata"]["name"]): p for p in items}
+    def _list_pods(self) -> list[dict[str, Any]]:
+        return self.kube.list("pods", self.owner.namespace, {label("swarm"): self.owner.name})
 
-    def _nodes(self) -> dict[str, dict[str, Any]] | None:
+    def _pods(self) -> PodView:
+        """This pass's Pods: the watch-fed cache, listed in full when due (:mod:`.podcache`)."""
+        cache = self._cache
+        if cache is None:
+            items = self._list_pods()
+            pods = {str(p["metadata"]["name"]): p for p in items}
+            return PodView(pods, frozenset(pods), full=True)
+        if not cache.due():
+            return cache.take()
+        cache.begin_list()
+        try:
+            items = self._list_pods()
+        except BaseException:
+            cache.abort_list()
+            raise
+        return cache.end_list(items)
+
+    def _list_nodes(self) -> dict[str, dict[str, Any]] | None:
         if not self._nodes_allowed:
             return None
         try:
@@ -129,6 +164,21 @@ class SwarmPass:
             raise
         return {str(n["metadata"]["name"]): n for n in items}
 
+    def _nodes(self) -> dict[str, dict[str, Any]] | None:
+        """This pass's Nodes: listed every node period (a quarter of ``node_lost_after_s``, at most
+        10 s) and after a new lease epoch, else the last list; sets the Nodes whose Pods are
+        observed again (changed, vanished or not Ready: :func:`.scope.touched_nodes`)."""
+        if self._node_view is None or time.monotonic() >= self._nodes_due:
+            self._note_nodes(self._list_nodes())
+        else:
+            self._touched = touched_nodes(self._node_view, self._node_view)
+        return self._node_view
+
+    def _note_nodes(self, listed: dict[str, dict[str, Any]] | None) -> None:
+        self._touched = touched_nodes(self._node_view, listed) if listed is not None else set()
+        self._node_view = listed
+        self._nodes_due = time.monotonic() + self._node_every_s
+
     def _nodes_of(
         self, pods: Mapping[str, Mapping[str, Any]], nodes: dict[str, dict[str, Any]] | None
     ) -> dict[str, dict[str, Any]] | None:
@@ -136,12 +186,31 @@ class SwarmPass:
 
         The Nodes are listed beside the Pods, not after them: a Node that joined (and got a Pod
         bound to it) between the two reads would look deleted, and its healthy Pods lost. Only a
-        Node missing from a list taken after the Pods' is gone.
+        Node missing from a list taken after the Pods' is gone. ``pods`` are the Pods read this
+        pass (all of them on a full pass, the changed ones otherwise).
         """
         if nodes is None:
             return None
         bound = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods.values()} - {""}
-        return self._nodes() if bound - nodes.keys() else nodes
+        if not bound - nodes.keys():
+            return nodes
+        touched = self._touched
+        self._note_nodes(self._list_nodes())
+        self._touched |= touched
+        return self._node_view
+
+    def _split(self, view: PodView) -> dict[str, Any]:
+        """The foreign Pods (another controller's), kept up to date from the changed ones."""
+        if view.full:
+            self._foreign = dict(split_foreign(view.pods, self.owner.name)[1])
+            return self._foreign
+        for name in view.changed:
+            pod = view.pods.get(name)
+            if pod is not None and not owned_by(pod, self.owner.name):
+                self._foreign[name] = pod
+            else:
+                self._foreign.pop(name, None)
+        return self._foreign
 
     # -- the pass ------------------------------------------------------------------------------
     def keepalive(self) -> None:
@@ -211,20 +280,30 @@ class SwarmPass:
         if self._seen_events is None:  # entries older than this process were published before
             self._seen_events = {e.id for e in self.recovery.events(TELEMETRY_WINDOW)}
         self.recovery.ensure_seats(spec)
+        if self.recovery.epoch != self._epoch_seen:  # a new epoch: what happened meanwhile is unknown
+            self._epoch_seen = self.recovery.epoch
+            self._resync()
         t1 = time.perf_counter()
         nodes = self._reads.submit(self._nodes)
-        attempts = self.recovery.current_attempts()
-        pods, foreign = split_foreign(self._pods(), self.owner.name)
+        view = self._pods()
+        foreign = self._split(view)
+        changed = view.pods if view.full else {n: view.pods[n] for n in view.changed if n in view.pods}
+        node_view = self._nodes_of(changed, nodes.result())
+        if view.full:
+            attempts = self.recovery.current_attempts()
+        else:  # only what a watch event, time or a Node may have changed (:mod:`.scope`)
+            attempts = self._scope.chosen(view.pods, view.changed, self._touched)
         observations = observe(
             attempts,
-            pods,
-            self._nodes_of(pods, nodes.result()),
+            view.pods,
+            node_view,
             grace=self.grace,
             grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
             node_lost_after_s=self.node_lost_after_s,
             now_ms=self.clock(),
             foreign=foreign.keys(),
         )
+        self._scope.seen(observations, full=view.full)
         t2 = time.perf_counter()
         report = self.recovery.reconcile(spec, observations)
         t3 = time.perf_counter()
@@ -238,7 +317,7 @@ class SwarmPass:
             return PassResult(leader=False, observations=observations, report=report)
         self._publish_events(report)
         self._report_foreign(foreign)
-        status = self._publish_status(spec, observations, report, foreign=len(foreign))
+        status = self._publish_status(spec, report, foreign=len(foreign), full=view.full)
         if self._cleanup is not None:  # after the launches: off the failover's critical path
             self._cleanup()
         self.last_pass_seconds = time.perf_counter() - t0
@@ -254,6 +333,12 @@ class SwarmPass:
             (time.perf_counter() - t3) * 1e3,
         )
         return PassResult(leader=True, observations=observations, report=report, status=status)
+
+    def _resync(self) -> None:
+        """The next reads list the Pods and the Nodes in full."""
+        if self._cache is not None:
+            self._cache.invalidate()
+        self._nodes_due = 0.0
 
     # -- publishing ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -279,7 +364,9 @@ class SwarmPass:
 
     def _publish_events(self, report: PassReport) -> None:
         seen = self._seen_events if self._seen_events is not None else set()
-        window = self.recovery.events(TELEMETRY_WINDOW)
+        newest = self.recovery.events(1)  # one entry: the window is read only when something is new
+        self._newest_event = newest[-1].id if newest else None
+        window = self.recovery.events(TELEMETRY_WINDOW) if newest and newest[-1].id not in seen else []
         for entry in window:
             if entry.id in seen:
                 continue
@@ -298,7 +385,8 @@ class SwarmPass:
                     entry.type, entry.execution_id, entry.seat, entry.detail, entry.epoch
                 )
             self._post(notice)
-        self._seen_events = {e.id for e in window}
+        if window:
+            self._seen_events = {e.id for e in window}
         for execution_id in report.launches:
             self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
         for refusal in report.refusals:
@@ -320,14 +408,16 @@ class SwarmPass:
         self._foreign_seen = set(foreign)
 
     def _publish_status(
-        self,
-        spec: SwarmSpec,
-        observations: list[AttemptObservation],
-        report: PassReport,
-        *,
-        foreign: int = 0,
+        self, spec: SwarmSpec, report: PassReport, *, foreign: int = 0, full: bool = True
     ) -> dict[str, Any]:
-        cards = [c.model_dump(mode="json", exclude={"outcome"}) for c in self.recovery.cards(spec)]
+        """Patch the Swarm's status when it changed; the handoff cards are rebuilt only when a verdict,
+        the telemetry stream or this pass's report moved (or on a full pass, and every ``RESYNC_S``)."""
+        source = (self._scope.moves, self._newest_event)
+        if full or source != self._cards_from or _acted(report) or time.monotonic() >= self._cards_due:
+            cards = [c.model_dump(mode="json", exclude={"outcome"}) for c in self.recovery.cards(spec)]
+            self._cards, self._cards_from = cards, source
+            self._cards_due = time.monotonic() + RESYNC_S
+        cards = self._cards
         awaiting = sum(1 for c in cards if c.get("binding") == "awaiting decision")
         recovering = sum(  # a first launch that is blocked (binding "launch blocked") is not a recovery
             1
@@ -337,7 +427,7 @@ class SwarmPass:
         )
         status: dict[str, Any] = {
             "seats": len(spec.seats),
-            "running": sum(1 for o in observations if o.state == "running"),
+            "running": self._scope.running(),
             "recovering": recovering,
             "awaitingDecision": awaiting,
             # recovery steps waiting for the operator's observation (the pass's report names new ones)
@@ -352,6 +442,12 @@ class SwarmPass:
             self.kube.patch(SWARMS, self.owner.namespace, self.owner.name, {"status": status}, sub="status")
             self._last_status = status
         return status
+
+
+def _acted(report: PassReport) -> bool:
+    """Whether the pass wrote anything a handoff card shows."""
+    r = report
+    return bool(r.fenced or r.decisions or r.launches or r.retired or r.refusals or r.held)
 
 
 def _denied(refused: list[ApiError]) -> AccessDenied:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import redis
 from agentihooks_operator.k8s.observe import pull_since_key
@@ -33,29 +34,36 @@ class Clock:
             self.now_ms += int(seconds * 1000)
 
 
-async def _passes(cluster: Cluster, n: int) -> None:
-    """Let ``n`` more recovery passes run (each pass lists the swarm's Pods once)."""
-    start = cluster.count("list", "pods")
-    await eventually(lambda: cluster.count("list", "pods") >= start + n, what=f"{n} passes")
+async def _passes(memo: Any, cluster: Cluster, n: int) -> None:
+    """Let ``n`` more recovery passes of the swarm run (each leaves a new result in the memo)."""
+    key = (cluster.namespace, "example")
+    seen: list[object] = [memo["results"].get(key)]
+
+    def more() -> bool:
+        if memo["results"].get(key) is not seen[-1]:
+            seen.append(memo["results"].get(key))
+        return len(seen) > n
+
+    await eventually(more, what=f"{n} passes")
 
 
 async def test_pull_failure_waits_out_the_grace(cluster: Cluster, kubelet: Kubelet, redis_url: str) -> None:
     clock = Clock()
     client = redis.Redis.from_url(redis_url)
     key = pull_since_key(SwarmKeys("agentihooks", "example"))
-    async with running_operator(cluster, redis_url, clock=clock):
+    async with running_operator(cluster, redis_url, clock=clock) as memo:
         await cluster.create_swarm("example", swarm_spec(grace=120, interval=0.2))
         pods = await eventually(lambda: cluster.pods("example"), what="first Pod")
         first = eid(pods[0])
         await kubelet.set_status(pods[0]["metadata"]["name"], kl.pull_failure("ErrImagePull"))
         seen = await eventually(lambda: client.hget(key, first), what="first pull failure recorded")
         await kubelet.set_status(pods[0]["metadata"]["name"], kl.pull_failure("ImagePullBackOff"))
-        await _passes(cluster, 3)
+        await _passes(memo, cluster, 3)
         assert fence(redis_url, "example", first) is None
         assert client.hget(key, first) == seen, "the grace counts from the first failure, not the latest"
 
         clock.advance(119)
-        await _passes(cluster, 3)
+        await _passes(memo, cluster, 3)
         assert fence(redis_url, "example", first) is None
 
         clock.advance(1)
@@ -81,7 +89,7 @@ async def test_a_pull_failure_that_clears_restarts_the_grace(
     clock = Clock()
     client = redis.Redis.from_url(redis_url)
     key = pull_since_key(SwarmKeys("agentihooks", "example"))
-    async with running_operator(cluster, redis_url, clock=clock):
+    async with running_operator(cluster, redis_url, clock=clock) as memo:
         await cluster.create_swarm("example", swarm_spec(grace=120, interval=0.2))
         pods = await eventually(lambda: cluster.pods("example"), what="first Pod")
         name, first = pods[0]["metadata"]["name"], eid(pods[0])
@@ -94,6 +102,6 @@ async def test_a_pull_failure_that_clears_restarts_the_grace(
         await kubelet.set_status(name, kl.pull_failure("ErrImagePull"))
         await eventually(lambda: client.hget(key, first), what="pull failure recorded again")
         clock.advance(100)  # 200 s since the first failure, 100 s since this one
-        await _passes(cluster, 3)
+        await _passes(memo, cluster, 3)
         assert fence(redis_url, "example", first) is None
     client.close()
