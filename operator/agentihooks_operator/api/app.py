@@ -4,7 +4,8 @@ middleware that turns every failure into JSON.
 Errors never carry a credential, a digest or a stack trace; unexpected ones
 are logged with their type only and answered 500 ``internal``. A 405 keeps its
 ``Allow`` header. Every answer carries ``X-Content-Type-Options: nosniff`` and
-``Cache-Control: no-store`` (:data:`API_HEADERS`).
+``Cache-Control: no-store`` (:data:`API_HEADERS`). A write this replica cannot make
+without the swarm's lease is forwarded to the replica holding it (:mod:`.forward`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
+from .forward import forward, setup_forwarding
 from .params import check_query
 from .refusal_log import log_refusals
 from .routes import ROUTES
@@ -64,7 +66,10 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         return _problem(
             400, "invalid_input", "invalid input: a value in the request is not one the recovery core accepts"
         )
-    except LeaseLost:
+    except LeaseLost:  # nothing changed here: the replica holding the lease is asked instead, once
+        forwarded = await forward(request)
+        if forwarded is not None:
+            return forwarded
         p = not_leader()
         return _problem(p.status, p.code, p.message, p.headers)
     except redis.RedisError as e:
@@ -100,6 +105,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
     app[STATE] = state
     app[BODY_TIMEOUT] = body_timeout
     app.on_response_prepare.append(add_api_headers)
+    setup_forwarding(app, state)
     for route in ROUTES:
         app.router.add_route(route.method, route.path, route.handler)
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one

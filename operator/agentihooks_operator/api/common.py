@@ -30,6 +30,11 @@ WORKER_FOUND: web.RequestKey[tuple[SwarmEntry, Any]] = web.RequestKey("worker_fo
 CALLER_KIND: web.RequestKey[str] = web.RequestKey("caller_kind", str)
 #: Set instead when the credential is the execution's own but its swarm is not published yet.
 WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", bool)
+#: The JSON body as the client sent it (set by :func:`read_capped`): a request this replica cannot
+#: serve without the swarm's lease is forwarded with these bytes (:mod:`.forward`).
+RAW_BODY: web.RequestKey[bytes] = web.RequestKey("raw_body", bytes)
+#: The swarm the request concerns, once a route resolved it (the lease holder to forward to).
+REQUEST_SWARM: web.RequestKey[str] = web.RequestKey("request_swarm", str)
 JSON_CAP = 64 * 1024
 #: Arrays and objects a JSON body may nest; the bodies of this API need three at most.
 JSON_MAX_DEPTH = 32
@@ -108,7 +113,8 @@ async def read_capped(request: web.Request, cap: int = JSON_CAP) -> bytes:
             while len(raw) <= cap:
                 chunk = await request.content.read(cap + 1 - len(raw))
                 if not chunk:
-                    return bytes(raw)
+                    request[RAW_BODY] = body = bytes(raw)
+                    return body
                 raw += chunk
     except TimeoutError as e:
         raise body_timeout(request) from e
@@ -203,6 +209,7 @@ def not_a_worker(request: web.Request) -> None:
 
 def operator_or_master(request: web.Request, entry: SwarmEntry) -> Caller:
     """The operator, or a registered master of ``entry``'s swarm (bound to its agent)."""
+    request[REQUEST_SWARM] = entry.name
     digest = token_digest(request)
     if is_operator(digest, state_of(request).operator_hash):
         return Caller("operator")
@@ -220,6 +227,7 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
     """The swarm entry and attempt record of a worker calling with its own live credential, else 403."""
     if (checked := request.get(WORKER_FOUND)) is not None:
         entry, record = checked
+        request[REQUEST_SWARM] = entry.name
         return entry, record
     if request.get(WORKER_UNPUBLISHED):
         raise not_published()
@@ -235,4 +243,5 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
     entry, record = found
     if not await blocking(entry.recovery.check_worker_credential, execution_id, token):
         raise forbidden()
+    request[REQUEST_SWARM] = entry.name
     return entry, record

@@ -8,6 +8,7 @@ token never reaches the operator's environment at all.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -44,6 +45,35 @@ class ApiConfig(BaseSettings):
     control_max_line_size: int = Field(default=8190, ge=1024, le=65536)
     control_max_field_size: int = Field(default=8190, ge=1024, le=65536)
     control_max_headers: int = Field(default=128, ge=8, le=1024)
+
+    #: Where the other replicas reach this replica's API (``http://POD_IP:PORT``; the chart sets it
+    #: from the Pod's IP). Set: this replica advertises it in Redis, and a replica without a swarm's
+    #: lease forwards requests there when this one holds it. Unset: nothing is forwarded here.
+    api_advertise_url: str | None = None
+
+    @field_validator("api_advertise_url")
+    @classmethod
+    def _origin(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        url = urlsplit(v.strip())
+        try:
+            port = url.port
+        except ValueError:
+            port = None
+        if (
+            url.scheme not in ("http", "https")
+            or not url.hostname
+            or port is None
+            or "@" in url.netloc
+            or url.path not in ("", "/")
+            or url.query
+            or url.fragment
+        ):
+            raise ValueError(
+                "AGENTIHOOKS_API_ADVERTISE_URL must be http(s)://HOST:PORT (no user, path or query)"
+            )
+        return f"{url.scheme}://{url.netloc}"
 
     @field_validator("operator_token_sha256")
     @classmethod

@@ -9,7 +9,9 @@ the operator's entry point calls :func:`register` once.
 
 A server that cannot bind (port taken) is logged and skipped; the operator
 keeps recovering and ``/readyz`` stays unreachable, which Kubernetes reports.
-Set ``AGENTIHOOKS_CONTROL_API=false`` to run without it.
+Set ``AGENTIHOOKS_CONTROL_API=false`` to run without it. With
+``AGENTIHOOKS_API_ADVERTISE_URL`` set, another task advertises this replica's
+address to the others (:mod:`.endpoints`) until the clean-up removes it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
 from ..swarm import SwarmSpec
 from .config import ApiConfig
+from .endpoints import Endpoints, advertise_forever
 from .registry import SwarmRegistry
 from .server import start_control_api
 from .state import ApiState
@@ -42,6 +45,7 @@ SERVER = "control_api_server"
 STOPPING = "control_api_stopping"
 SPECS = "control_api_specs"
 SYNC = "control_api_sync"
+ADVERTISE = "control_api_advertise"
 _registered: set[int] = set()
 
 
@@ -124,16 +128,22 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         )
         return
     memo[SYNC] = asyncio.create_task(_sync(memo))
+    if config.api_advertise_url:  # the other replicas forward this one's swarms' writes here
+        endpoints = Endpoints(memo["redis"], operator.swarm_key_prefix)
+        memo[ADVERTISE] = asyncio.create_task(
+            advertise_forever(endpoints, operator.operator_id, config.api_advertise_url)
+        )
     log.info("control API listening on port %s", memo[SERVER].port)
 
 
 async def stop_api(memo: kopf.Memo, **_: Any) -> None:
     memo[STOPPING] = True
-    task = memo.get(SYNC)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for name in (ADVERTISE, SYNC):  # the address first: the others stop forwarding here at once
+        task = memo.get(name)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     server = memo.get(SERVER)
     if server is not None:
         await server.stop()

@@ -18,7 +18,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..recovery import HeldStep, RecoveryProgress, ResumeRefused
-from .common import answer, blocking, body_model, operator_only, state_of
+from .common import REQUEST_SWARM, answer, blocking, body_model, operator_only, state_of
 from .registry import SwarmEntry
 from .routes import DENIED, LARGE, Body, Route, link
 from .state import ApiState
@@ -97,6 +97,7 @@ async def issue_token(request: web.Request) -> web.Response:
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
         return _gone()
+    request[REQUEST_SWARM] = entry.name  # the lease holder a LeaseLost forwards to
     token = await blocking(entry.recovery.issue_resume_token, call)
     held = await blocking(entry.recovery.held_recovery, call)
     if token is None or held is None:
@@ -111,6 +112,7 @@ async def resume(request: web.Request) -> web.Response:
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
         return _gone()
+    request[REQUEST_SWARM] = entry.name
     try:
         progress: RecoveryProgress = await blocking(
             entry.recovery.resume_recovery, call, body.resume_token, dict(body.observed), spec=entry.spec

@@ -1,0 +1,131 @@
+"""A request that needs a swarm's lease, reaching a replica without it, is forwarded once to the
+replica that holds it: the API works whichever replica the Service picks.
+
+When a route raises ``LeaseLost`` (the recovery core's guard refused the write
+here: nothing changed), :func:`forward` reads the swarm's ``control-owner`` key
+for the holder's id, looks up the address it advertises (:mod:`.endpoints`),
+and sends the same request there once: the method, the path and query, the
+body bytes the client sent (kept by ``read_capped``), and the ``Authorization``,
+``Content-Type`` and ``Accept`` headers, plus ``X-Agentihooks-Forwarded-By``
+naming this replica. The holder checks the credential itself and its answer
+(status, body, ``Retry-After``) is returned as is.
+
+A request that already carries the marker is never forwarded again (no loops),
+and :func:`forward` returns ``None``, so the caller answers ``503 not_leader``
+as before, when there is no holder, no fresh address, the holder is this
+replica, or it cannot be reached within ``CONNECT_SECONDS``. Logs name the
+route, the swarm and the holder, never a header value or the body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from ..recovery.records import ControlOwner
+from .common import RAW_BODY, REQUEST_SWARM, blocking, read_capped, route_name, state_of
+from .endpoints import Endpoints
+from .state import ApiState
+
+log = logging.getLogger("agentihooks.api")
+FORWARDED_BY = "X-Agentihooks-Forwarded-By"
+#: The request headers the holder needs; nothing else is passed on.
+PASSED = ("Authorization", "Content-Type", "Accept")
+#: Seconds to connect to the holder, and for its whole answer (a relaunch launches Pods).
+CONNECT_SECONDS = 2.0
+TOTAL_SECONDS = 25.0
+#: The largest answer passed back (the forwarded routes answer a few kilobytes).
+ANSWER_CAP = 1024 * 1024
+CLIENT: web.AppKey[aiohttp.ClientSession] = web.AppKey("forward_client", aiohttp.ClientSession)
+ENDPOINTS: web.AppKey[Endpoints] = web.AppKey("endpoints", Endpoints)
+
+
+def setup_forwarding(app: web.Application, state: ApiState) -> None:
+    """Give ``app`` the address registry and one HTTP client (opened at start-up, closed at clean-up)."""
+    app[ENDPOINTS] = Endpoints(state.redis, state.key_prefix)
+
+    async def client(app: web.Application) -> AsyncIterator[None]:
+        timeout = aiohttp.ClientTimeout(total=TOTAL_SECONDS, sock_connect=CONNECT_SECONDS)
+        app[CLIENT] = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+        yield
+        await app[CLIENT].close()
+
+    app.cleanup_ctx.append(client)
+
+
+def holder_url(request: web.Request, swarm: str) -> tuple[str, str] | None:
+    """The holder of ``swarm``'s lease and its fresh address, unless it is this replica (blocking)."""
+    state = state_of(request)
+    entry = state.registry.get(swarm)
+    if entry is None:
+        return None
+    raw = state.redis.get(entry.recovery.keys.control_owner)
+    if not raw:
+        return None
+    owner = ControlOwner.model_validate_json(raw).owner
+    if owner == entry.holder:
+        return None
+    url = request.app[ENDPOINTS].lookup(owner)
+    return (owner, url) if url is not None else None
+
+
+async def _body(request: web.Request) -> bytes | None:
+    """The bytes the client sent: kept by the route, else read now (``None`` if partly consumed)."""
+    if RAW_BODY in request:
+        return request[RAW_BODY]
+    if not request.body_exists:
+        return b""
+    body = await read_capped(request)
+    if request.content_length is not None and len(body) != request.content_length:
+        return None  # a route streamed part of it: it cannot be sent again
+    return body
+
+
+async def forward(request: web.Request) -> web.Response | None:
+    """The lease holder's answer to this request, or ``None`` when it cannot be had (see module)."""
+    swarm = request.get(REQUEST_SWARM) or request.match_info.get("swarm")
+    if FORWARDED_BY in request.headers or not swarm or CLIENT not in request.app:
+        return None
+    state = state_of(request)
+    entry = state.registry.get(swarm)
+    found = await blocking(holder_url, request, swarm)
+    body = await _body(request) if found is not None else None
+    if entry is None or found is None or body is None:
+        return None
+    owner, url = found
+    headers = {h: request.headers[h] for h in PASSED if h in request.headers}
+    headers[FORWARDED_BY] = entry.holder
+    where = f"{request.method} {route_name(request)}"
+    try:
+        async with request.app[CLIENT].request(
+            request.method,
+            url.rstrip("/") + request.raw_path,
+            data=body,
+            headers=headers,
+            allow_redirects=False,
+        ) as resp:
+            answer = await resp.content.read(ANSWER_CAP + 1)
+            if len(answer) > ANSWER_CAP:
+                raise aiohttp.ClientPayloadError("answer too large")
+            status, kind, retry = (
+                resp.status,
+                resp.headers.get("Content-Type"),
+                resp.headers.get("Retry-After"),
+            )
+    except (aiohttp.ClientError, TimeoutError) as e:
+        log.warning(
+            "control API: %s could not reach %s, the lease holder of swarm %s (%s)",
+            where,
+            owner,
+            swarm,
+            type(e).__name__,
+        )
+        return None
+    log.info("control API: %s forwarded to %s, the lease holder of swarm %s: %s", where, owner, swarm, status)
+    out = web.Response(status=status, body=answer, headers={"Retry-After": retry} if retry else None)
+    if kind:
+        out.headers["Content-Type"] = kind
+    return out
