@@ -19,9 +19,10 @@ import pytest
 import redis
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.durable import Durability
+from agentihooks_operator.recovery.durable import Durability, attach, attached
 from agentihooks_operator.recovery.errors import RecoveryError
 from agentihooks_operator.redisconn import connect
+from testsupport.counting import CountingConnection, counted
 from testsupport.recovery import MemoryLauncher, dump_keys, observe, swarm_spec
 from testsupport.redis_sentinel import RedisSentinelProcesses
 
@@ -170,3 +171,34 @@ def test_a_write_no_replica_confirms_is_an_unknown_outcome_redone_once(
     new = json.loads(client.hget(r.keys.attempt_recoveries, plan.execution_id))["replacement"]
     assert launcher.created[new] == 1 and launcher.calls.count(("launch", new)) == 1
     client.close()
+
+
+@pytest.mark.parametrize("sentinel", [1], indirect=True)
+def test_wait_rides_in_the_round_trip_of_its_write(
+    sentinel: RedisSentinelProcesses,
+    store: LocalStore,
+    launcher: MemoryLauncher,
+    checkpoint,  # type: ignore[no-untyped-def]
+) -> None:
+    """The same failed attempt costs the same round trips, counted at the connection, with and
+    without ``WAIT 1`` (database 0 without, 1 with, on the primary): the WAIT is pipelined."""
+    spec = swarm_spec(1)
+    trips: dict[int, int] = {}
+    for db, durability in ((0, None), (1, WAIT)):
+        client = counted(f"redis://127.0.0.1:{sentinel.primary.port}/{db}")
+        attach(client, durability)
+        r = Recovery(client, "swarm-a", holder="ctl-a", catalog=store, launcher=launcher)
+        eid = r.ensure_seats(spec)[0].execution_id
+        r.report_session(eid, "sess-1")
+        checkpoint(eid, session_id="sess-1")
+        r.reconcile(spec, observe([(eid, "eng-1", 1)]))
+        r.load_scripts()  # as a warm controller has them
+        before = CountingConnection.sent
+        report = r.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"}))
+        trips[db] = CountingConnection.sent - before
+        assert report.fenced == [eid] and len(report.launches) == 1
+        assert attached(client) == durability
+        client.close()
+    assert trips[1] == trips[0], (
+        f"round trips of one failed attempt: {trips[0]} without WAIT, {trips[1]} with"
+    )
