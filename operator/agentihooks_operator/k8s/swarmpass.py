@@ -33,6 +33,7 @@ import redis
 from ..recovery import LeaseLost, PassReport, Recovery
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
+from ..recovery.records import AttemptRecord
 from ..swarm import SwarmSpec
 from .client import KubeClient, describe_refusal
 from .crd import API_VERSION, PLURAL
@@ -40,11 +41,13 @@ from .errors import AccessDenied, ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
 from .observe import PullGrace, observe, split_foreign
 from .podcache import RESYNC_S, PodCache, PodView
-from .pods import OWNER_LABEL, Owner, label, owned_by
+from .pods import OWNER_LABEL, Owner, label, owned_by, pod_name
 from .scope import Scope, node_period, touched_nodes
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
+#: Pods missing from the cache a pass reads one by one before it lists them all instead.
+CONFIRM_MAX = 10
 #: Telemetry entries read per pass to find the ones not yet published as Events.
 TELEMETRY_WINDOW = 1000
 #: How long an Event may wait for a running pass to finish before it is sent anyway (a liveness
@@ -199,6 +202,24 @@ class SwarmPass:
         self._touched |= touched
         return self._node_view
 
+    def _confirm_absent(self, view: PodView, attempts: list[AttemptRecord]) -> PodView | None:
+        """The view with the Pods the cache lacks for ``attempts`` read one by one: the watch may not
+        have delivered a Pod created a moment ago (say, by the last pass), and a Pod that is not there
+        is lost. ``None`` when more than ``CONFIRM_MAX`` are missing (a full list is cheaper then)."""
+        names = [pod_name(a.execution_id) for a in attempts if pod_name(a.execution_id) not in view.pods]
+        if len(names) > CONFIRM_MAX:
+            return None
+        found: dict[str, dict[str, Any]] = {}
+        for name in names:
+            pod = self.kube.get("pods", self.owner.namespace, name)
+            if pod is not None:
+                found[name] = pod
+                if self._cache is not None:
+                    self._cache.feed("MODIFIED", pod)
+        if not found:
+            return view
+        return PodView({**view.pods, **found}, view.changed | found.keys(), full=False)
+
     def _split(self, view: PodView) -> dict[str, Any]:
         """The foreign Pods (another controller's), kept up to date from the changed ones."""
         if view.full:
@@ -286,13 +307,20 @@ class SwarmPass:
         t1 = time.perf_counter()
         nodes = self._reads.submit(self._nodes)
         view = self._pods()
+        attempts: list[AttemptRecord] | None = None
+        if not view.full:  # only what a watch event, time or a Node may have changed (:mod:`.scope`)
+            attempts = self._scope.chosen(view.pods, view.changed, self._touched)
+            confirmed = self._confirm_absent(view, attempts)
+            if confirmed is None and self._cache is not None:  # many: list them all instead
+                self._cache.invalidate()
+                view, attempts = self._pods(), None
+            else:
+                view = confirmed or view
+        if attempts is None:
+            attempts = self.recovery.current_attempts()
         foreign = self._split(view)
         changed = view.pods if view.full else {n: view.pods[n] for n in view.changed if n in view.pods}
         node_view = self._nodes_of(changed, nodes.result())
-        if view.full:
-            attempts = self.recovery.current_attempts()
-        else:  # only what a watch event, time or a Node may have changed (:mod:`.scope`)
-            attempts = self._scope.chosen(view.pods, view.changed, self._touched)
         observations = observe(
             attempts,
             view.pods,

@@ -20,7 +20,7 @@ from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
 
 from .conftest import swarm_spec
-from .flows import NODE, eid, fence, fenced, running_seat
+from .flows import NODE, choose, eid, fence, fenced, replacement, running_seat
 
 AGENT = "agentihooks-operator/op-a"
 
@@ -91,6 +91,27 @@ async def test_an_event_the_cache_missed_is_made_good_by_the_periodic_full_list(
         record = await fenced(redis_url, "example", lost)
         assert record.reason == "node_lost"  # a Pod that vanished is lost
         assert lists(cluster, "pods") > before, "found by a full list"
+
+
+async def test_a_pod_the_watch_has_not_delivered_yet_is_read_not_taken_for_lost(
+    cluster: Cluster, kubelet: Kubelet, redis_url: str
+) -> None:
+    """A replacement's Pod exists on the API server but its ADDED event has not reached the cache
+    (held back here for good): the pass reads that Pod by name instead of calling it gone."""
+    key = (cluster.namespace, "example")
+    async with running_operator(cluster, redis_url) as memo:
+        await cluster.create_swarm("example", swarm_spec(interval=0.3))
+        first = await running_seat(cluster, kubelet, "example")
+        await eventually(lambda: status_is(cluster, running=1), what="the seat seen running")
+        await kubelet.set_status(first["metadata"]["name"], kl.node_lost_status())
+        await fenced(redis_url, "example", eid(first))
+        await eventually(lambda: status_is(cluster, awaitingDecision=1), what="awaiting decision")
+        memo["podcaches"][key].feed = lambda kind, body: None  # no event reaches the cache any more
+        assert choose(redis_url, "example", eid(first), "fresh")
+        second = await replacement(cluster, "example", 2)
+        await passes(memo, key, 5)
+        assert fence(redis_url, "example", eid(second)) is None, "a Pod that exists is not lost"
+        assert ("get", "", "pods") in cluster.calls_by(AGENT)
 
 
 async def test_a_node_that_is_not_ready_is_found_by_the_periodic_node_list(
