@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
+from agentihooks_operator.api.endpoints import Endpoints, endpoints_key
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet
@@ -57,6 +59,7 @@ async def test_operator_process_serves_the_api_for_its_swarms(
     monkeypatch.setenv("AGENTIHOOKS_CONTROL_HOST", "127.0.0.1")
     monkeypatch.setenv("AGENTIHOOKS_CONTROL_PORT", str(port))
     monkeypatch.setenv("AGENTIHOOKS_OPERATOR_TOKEN", operator_token)
+    monkeypatch.setenv("AGENTIHOOKS_API_ADVERTISE_URL", f"http://127.0.0.1:{port}")
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -66,6 +69,7 @@ async def test_operator_process_serves_the_api_for_its_swarms(
     (await cluster.http.post(f"/api/v1/namespaces/{ns}/secrets", json=secret)).raise_for_status()
     await cluster.create_swarm("example", spec())
     url = f"http://127.0.0.1:{port}"
+    registry_client = redis.Redis.from_url(redis_url)
     async with (
         operator_process(cluster, redis_url, tmp_path, operator_id="op-api"),
         httpx.AsyncClient(base_url=url, timeout=5) as http,
@@ -110,6 +114,10 @@ async def test_operator_process_serves_the_api_for_its_swarms(
             return bool(body) and body["seats"][0]["execution_id"] == execution_id and body["handoffs"] == []
 
         assert await still_running(), "a running seat is not recovered"
+        # It advertises where the other replicas forward the writes of the swarms it holds.
+        assert Endpoints(registry_client, "agentihooks").lookup("op-api") == url
+    assert registry_client.hget(endpoints_key("agentihooks"), "op-api") is None  # removed at the stop
+    registry_client.close()
     # The master's credential was read from its Secret by the operator's own identity, by name.
     assert cluster.count("get", "secrets", "master-1") >= 1
     assert ("list", "", "secrets") not in cluster.operator_calls()

@@ -1,0 +1,170 @@
+"""A write that needs a swarm's lease works through whichever replica it reaches: the replica without
+the lease forwards it once to the holder's advertised address.
+
+Two live control APIs over one real Redis: the ``world`` replica (``ctl-a``)
+holds both swarms' leases; a second one (``ctl-b``) serves the same swarms
+without them, as every replica behind the chart's Service does. Each test says
+what the holder advertised (its address, a stale one, a closed port, nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import pytest
+import redis
+from agentihooks_operator.api import ApiState, SwarmRegistry
+from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.endpoints import STALE_MS, Endpoints, endpoints_key
+from agentihooks_operator.api.forward import FORWARDED_BY
+from agentihooks_operator.recovery import Recovery
+from testsupport.control_api import Secrets, World, live_api
+
+RELAUNCH = "/v1/swarms/swarm-a/seats/eng-1/relaunch"
+
+
+@dataclass
+class Replica:
+    url: str
+    standby: dict[str, Recovery]
+
+    def call(self, method: str, path: str, token: str, body: object, **headers: str) -> httpx.Response:
+        h = {"Authorization": f"Bearer {token}", **headers}
+        with httpx.Client(base_url=self.url, headers=h, timeout=30) as c:
+            return c.request(method, path, json=body)
+
+
+@contextmanager
+def second_replica(world: World, redis_url: str, operator_token: str | None = None) -> Iterator[Replica]:
+    """A replica ``ctl-b`` serving both swarms without their leases (same masters, same operator)."""
+    client = redis.Redis.from_url(redis_url)
+    registry = SwarmRegistry(Secrets({"master-a": "unused", "master-b": "unused"}))
+    standby = {}
+    for swarm, spec in world.specs.items():
+        standby[swarm] = Recovery(client, swarm, holder="ctl-b", catalog=world.store, launcher=world.launcher)
+        assert not standby[swarm].acquire()  # ctl-a holds it
+        registry.publish(swarm, standby[swarm], spec, holder="ctl-b")
+    token = operator_token or world.tokens["operator"]
+    state = ApiState(registry=registry, redis=client, operator_hash=sha256_hex(token), catalog=world.store)
+    try:
+        with live_api(state) as server:
+            yield Replica(server.url, standby)
+    finally:
+        client.close()
+
+
+def refused_replacement(world: World) -> str:
+    """eng-1 of swarm-a failed, resumed by the holder; returns its replacement (which will refuse)."""
+    lost = world.fail()
+    world.checkpoint(lost)
+    decided = world.recoveries["swarm-a"].decide(lost, "resume", "operator", spec=world.specs["swarm-a"])
+    assert decided.replacement is not None
+    return decided.replacement
+
+
+def advertise(world: World, url: str) -> None:
+    Endpoints(world.client, "agentihooks").advertise("ctl-a", url)
+
+
+def launched(world: World) -> int:
+    return sum(world.launcher.created.values())
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def assert_not_leader(answer: httpx.Response) -> None:
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"] == "not_leader" and answer.headers["Retry-After"] == "2"
+
+
+def test_a_worker_report_and_a_relaunch_through_the_other_replica_are_made_once(
+    world: World, redis_url: str
+) -> None:
+    refused = refused_replacement(world)
+    holder = world.recoveries["swarm-a"]
+    advertise(world, world.url)
+    with second_replica(world, redis_url) as b:
+        writes = holder.writes_applied
+        report = {"execution_id": refused, "reason": "version_changed", "message": "version_changed"}
+        answer = b.call(
+            "POST", f"/v1/executions/{refused}/restore-refusal", world.worker_token(refused), report
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["reason"] == "version_changed" and answer.json()["relaunched_as"] is None
+        assert holder.writes_applied == writes + 1  # the refusal script ran once, on the holder
+        pods = launched(world)
+        answer = b.call("POST", RELAUNCH, world.tokens["operator"], {})
+        assert answer.status_code == 200, answer.text
+        relaunched = answer.json()
+        assert relaunched["refused"] == refused and not relaunched["replayed"]
+        assert launched(world) == pods + 1 and world.launcher.created[relaunched["replacement"]] == 1
+        assert holder.current_execution("eng-1") == relaunched["replacement"]
+        again = b.call("POST", RELAUNCH, world.tokens["operator"], {})  # a client's retry: the same one
+        assert again.json()["replayed"] and again.json()["replacement"] == relaunched["replacement"]
+        assert launched(world) == pods + 1
+        assert b.standby["swarm-a"].writes_applied == b.standby["swarm-a"].writes_refused == 0
+
+
+def test_a_request_already_forwarded_is_not_forwarded_again(world: World, redis_url: str) -> None:
+    refused_replacement(world)
+    advertise(world, world.url)
+    with second_replica(world, redis_url) as b:
+        pods = launched(world)
+        answer = b.call("POST", RELAUNCH, world.tokens["operator"], {}, **{FORWARDED_BY: "ctl-c"})
+        assert_not_leader(answer)
+        assert launched(world) == pods
+
+
+@pytest.mark.parametrize("where", ["nothing", "stale", "closed port"])
+def test_without_a_reachable_holder_the_answer_is_not_leader(
+    world: World, redis_url: str, where: str
+) -> None:
+    refused = refused_replacement(world)
+    key = endpoints_key("agentihooks")
+    if where == "stale":
+        at = int(world.client.time()[0]) * 1000 - 2 * STALE_MS
+        world.client.hset(key, "ctl-a", json.dumps({"url": world.url, "at": at}))
+    elif where == "closed port":
+        advertise(world, f"http://127.0.0.1:{closed_port()}")
+    with second_replica(world, redis_url) as b:
+        report = {"execution_id": refused, "reason": "version_changed", "message": "version_changed"}
+        assert_not_leader(
+            b.call("POST", f"/v1/executions/{refused}/restore-refusal", world.worker_token(refused), report)
+        )
+        assert_not_leader(b.call("POST", RELAUNCH, world.tokens["operator"], {}))
+    assert world.recoveries["swarm-a"].current_execution("eng-1") == refused  # nothing was relaunched
+
+
+def test_the_holder_checks_the_forwarded_credential_and_no_log_shows_it(
+    world: World, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The asking replica trusts a token the holder does not know: the holder's 401 is the answer."""
+    caplog.set_level(logging.DEBUG)
+    refused = refused_replacement(world)
+    advertise(world, world.url)
+    forged = "op-" + secrets.token_urlsafe(24)
+    secret_words = "body-" + secrets.token_hex(8)
+    with second_replica(world, redis_url, operator_token=forged) as b:
+        pods = launched(world)
+        answer = b.call("POST", RELAUNCH, forged, {"agent": secret_words})
+        assert answer.status_code == 401, answer.text  # the holder's refusal, passed back as is
+        assert launched(world) == pods
+        report = {"execution_id": refused, "reason": "version_changed", "message": secret_words}
+        worker = world.worker_token(refused)
+        ok = b.call("POST", f"/v1/executions/{refused}/restore-refusal", worker, report)
+        assert ok.status_code == 200 and ok.json()["message"] == secret_words
+    text = caplog.text
+    assert "forwarded to ctl-a" in text  # the forwarding is logged, by route and holder
+    for secret in (forged, worker, world.tokens["operator"], secret_words, sha256_hex(forged)):
+        assert secret not in text

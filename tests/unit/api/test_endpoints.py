@@ -1,0 +1,75 @@
+"""The address registry's pure parts: which stored entry is a usable, fresh address, and which
+``AGENTIHOOKS_API_ADVERTISE_URL`` values are accepted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agentihooks_operator.api.config import ApiConfig
+from agentihooks_operator.api.endpoints import STALE_MS, endpoints_key, fresh_url
+from pydantic import ValidationError
+
+NOW = 1_800_000_000_000
+
+
+def entry(url: object = "http://10.0.0.7:8080", at: object = NOW) -> str:
+    return json.dumps({"url": url, "at": at})
+
+
+def test_a_fresh_entry_gives_its_address() -> None:
+    assert fresh_url(entry(), NOW) == "http://10.0.0.7:8080"
+    assert fresh_url(entry(at=NOW - STALE_MS).encode(), NOW) == "http://10.0.0.7:8080"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        entry(at=NOW - STALE_MS - 1),  # stale
+        entry(at=NOW + 1),  # from the future: not trusted
+        entry(url=""),
+        entry(url=7),
+        entry(at="now"),
+        entry(at=True),
+        "not json",
+        "[1, 2]",
+        json.dumps({"url": "http://x:1"}),
+    ],
+)
+def test_no_address_from_a_missing_stale_or_unreadable_entry(raw: str | None) -> None:
+    assert fresh_url(raw, NOW) is None
+
+
+def test_the_key_has_one_hash_tag() -> None:
+    assert endpoints_key("agentihooks") == "agentihooks:{agentihooks-api}:endpoints"
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("http://10.1.2.3:8080", "http://10.1.2.3:8080"),
+        ("https://api-0.example:8443/", "https://api-0.example:8443"),
+        ("http://[fd00::5]:8080", "http://[fd00::5]:8080"),
+        ("", None),
+    ],
+)
+def test_an_advertise_url_is_an_origin(given: str, kept: str | None) -> None:
+    assert ApiConfig(api_advertise_url=given).api_advertise_url == kept
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "10.1.2.3:8080",
+        "ftp://10.1.2.3:8080",
+        "http://10.1.2.3",
+        "http://user:pw@10.1.2.3:8080",
+        "http://10.1.2.3:8080/api",
+        "http://10.1.2.3:8080?x=1",
+        "http://10.1.2.3:99999",
+    ],
+)
+def test_a_bad_advertise_url_is_refused_naming_the_setting(bad: str) -> None:
+    with pytest.raises(ValidationError, match="AGENTIHOOKS_API_ADVERTISE_URL"):
+        ApiConfig(api_advertise_url=bad)
