@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,15 +39,13 @@ from .client import KubeClient, describe_refusal
 from .crd import API_VERSION, PLURAL
 from .errors import AccessDenied, ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
-from .observe import PullGrace, observe, split_foreign
-from .podcache import RESYNC_S, PodCache, PodView
-from .pods import OWNER_LABEL, Owner, label, owned_by, pod_name
-from .scope import Scope, node_period, touched_nodes
+from .observe import PullGrace, observe
+from .passreads import PassReads
+from .podcache import RESYNC_S, PodCache
+from .pods import OWNER_LABEL, Owner
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
-#: Pods missing from the cache a pass reads one by one before it lists them all instead.
-CONFIRM_MAX = 10
 #: Telemetry entries read per pass to find the ones not yet published as Events.
 TELEMETRY_WINDOW = 1000
 #: How long an Event may wait for a running pass to finish before it is sent anyway (a liveness
@@ -63,7 +61,7 @@ class PassResult:
     status: dict[str, Any] = field(default_factory=dict)
 
 
-class SwarmPass:
+class SwarmPass(PassReads):
     """Everything one swarm's passes share: clients, the Recovery instance and what was published."""
 
     def __init__(
@@ -105,18 +103,7 @@ class SwarmPass:
         self.grace = PullGrace(redis_client, keys, clock)
         self.redis = redis_client
         self.keys = keys
-        self._nodes_allowed = True
-        #: The swarm's Pods as the watch shows them (``None``: every pass lists them, see :mod:`.podcache`).
-        self._cache = pod_cache
-        #: Which attempts an incremental pass observes (:mod:`.scope`).
-        self._scope = Scope(redis_client, keys)
-        self._epoch_seen = 0
-        #: The last Node list, when the next one is due, and the Nodes a pass re-observes Pods on.
-        self._node_view: dict[str, dict[str, Any]] | None = None
-        self._nodes_due = 0.0
-        self._node_every_s = node_period(node_lost_after_s)
-        self._touched: set[str] = set()
-        self._foreign: dict[str, Any] = {}
+        self._init_reads(redis_client, keys, node_lost_after_s, pod_cache)
         #: The handoff cards last built, what they were built from, and when they must be rebuilt anyway.
         self._cards: list[dict[str, Any]] = []
         self._cards_from: tuple[int, str | None] | None = None
@@ -132,106 +119,6 @@ class SwarmPass:
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"reads-{owner.name}")
         #: Wall time of the last pass this replica ran as leader (the API's pass-duration gauge).
         self.last_pass_seconds: float | None = None
-
-    # -- reads ---------------------------------------------------------------------------------
-    def _list_pods(self) -> list[dict[str, Any]]:
-        return self.kube.list("pods", self.owner.namespace, {label("swarm"): self.owner.name})
-
-    def _pods(self) -> PodView:
-        """This pass's Pods: the watch-fed cache, listed in full when due (:mod:`.podcache`)."""
-        cache = self._cache
-        if cache is None:
-            items = self._list_pods()
-            pods = {str(p["metadata"]["name"]): p for p in items}
-            return PodView(pods, frozenset(pods), full=True)
-        if not cache.due():
-            return cache.take()
-        cache.begin_list()
-        try:
-            items = self._list_pods()
-        except BaseException:
-            cache.abort_list()
-            raise
-        return cache.end_list(items)
-
-    def _list_nodes(self) -> dict[str, dict[str, Any]] | None:
-        if not self._nodes_allowed:
-            return None
-        try:
-            items = self.kube.list("nodes", None)
-        except ApiError as e:
-            if e.status in (403, 404):
-                log.warning("nodes cannot be listed (%s); node loss is read from Pod status only", e.status)
-                self._nodes_allowed = False
-                return None
-            raise
-        return {str(n["metadata"]["name"]): n for n in items}
-
-    def _nodes(self) -> dict[str, dict[str, Any]] | None:
-        """This pass's Nodes: listed every node period (a quarter of ``node_lost_after_s``, at most
-        10 s) and after a new lease epoch, else the last list; sets the Nodes whose Pods are
-        observed again (changed, vanished or not Ready: :func:`.scope.touched_nodes`)."""
-        if self._node_view is None or time.monotonic() >= self._nodes_due:
-            self._note_nodes(self._list_nodes())
-        else:
-            self._touched = touched_nodes(self._node_view, self._node_view)
-        return self._node_view
-
-    def _note_nodes(self, listed: dict[str, dict[str, Any]] | None) -> None:
-        self._touched = touched_nodes(self._node_view, listed) if listed is not None else set()
-        self._node_view = listed
-        self._nodes_due = time.monotonic() + self._node_every_s
-
-    def _nodes_of(
-        self, pods: Mapping[str, Mapping[str, Any]], nodes: dict[str, dict[str, Any]] | None
-    ) -> dict[str, dict[str, Any]] | None:
-        """The Nodes, listed again when a Pod is bound to one the first list lacks.
-
-        The Nodes are listed beside the Pods, not after them: a Node that joined (and got a Pod
-        bound to it) between the two reads would look deleted, and its healthy Pods lost. Only a
-        Node missing from a list taken after the Pods' is gone. ``pods`` are the Pods read this
-        pass (all of them on a full pass, the changed ones otherwise).
-        """
-        if nodes is None:
-            return None
-        bound = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods.values()} - {""}
-        if not bound - nodes.keys():
-            return nodes
-        touched = self._touched
-        self._note_nodes(self._list_nodes())
-        self._touched |= touched
-        return self._node_view
-
-    def _confirm_absent(self, view: PodView, attempts: list[AttemptRecord]) -> PodView | None:
-        """The view with the Pods the cache lacks for ``attempts`` read one by one: the watch may not
-        have delivered a Pod created a moment ago (say, by the last pass), and a Pod that is not there
-        is lost. ``None`` when more than ``CONFIRM_MAX`` are missing (a full list is cheaper then)."""
-        names = [pod_name(a.execution_id) for a in attempts if pod_name(a.execution_id) not in view.pods]
-        if len(names) > CONFIRM_MAX:
-            return None
-        found: dict[str, dict[str, Any]] = {}
-        for name in names:
-            pod = self.kube.get("pods", self.owner.namespace, name)
-            if pod is not None:
-                found[name] = pod
-                if self._cache is not None:
-                    self._cache.feed("MODIFIED", pod)
-        if not found:
-            return view
-        return PodView({**view.pods, **found}, view.changed | found.keys(), full=False)
-
-    def _split(self, view: PodView) -> dict[str, Any]:
-        """The foreign Pods (another controller's), kept up to date from the changed ones."""
-        if view.full:
-            self._foreign = dict(split_foreign(view.pods, self.owner.name)[1])
-            return self._foreign
-        for name in view.changed:
-            pod = view.pods.get(name)
-            if pod is not None and not owned_by(pod, self.owner.name):
-                self._foreign[name] = pod
-            else:
-                self._foreign.pop(name, None)
-        return self._foreign
 
     # -- the pass ------------------------------------------------------------------------------
     def keepalive(self) -> None:
@@ -361,12 +248,6 @@ class SwarmPass:
             (time.perf_counter() - t3) * 1e3,
         )
         return PassResult(leader=True, observations=observations, report=report, status=status)
-
-    def _resync(self) -> None:
-        """The next reads list the Pods and the Nodes in full."""
-        if self._cache is not None:
-            self._cache.invalidate()
-        self._nodes_due = 0.0
 
     # -- publishing ----------------------------------------------------------------------------
     def close(self) -> None:
