@@ -56,7 +56,11 @@ _ATTACHED: WeakKeyDictionary[Any, Durability] = WeakKeyDictionary()
 
 
 def attach(client: Any, durability: Durability | None) -> None:
-    """Make every guarded write through ``client`` wait for ``durability`` (``None``: no wait)."""
+    """Make every guarded write through ``client`` wait for ``durability`` (``None``: no wait).
+
+    Not a Redis Cluster client: it cannot pipeline ``WAIT`` on the connection of the write."""
+    if durability is not None and isinstance(client, RedisCluster):
+        raise ValueError("WAIT durability is not supported on a Redis Cluster: use min-replicas-to-write")
     if durability is None:
         _ATTACHED.pop(client, None)
     else:

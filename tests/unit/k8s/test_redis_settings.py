@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import redis
 from agentihooks_operator.k8s.config import OperatorConfig, connect_redis
-from agentihooks_operator.recovery.durable import Durability, attached
+from agentihooks_operator.recovery.durable import Durability, attach, attached
 from agentihooks_operator.redisconn import RedisTarget, connect, parse
 from pydantic import ValidationError
 
@@ -73,6 +73,14 @@ def test_wait_settings_attach_to_the_operators_client(monkeypatch: pytest.Monkey
 def test_wait_on_a_cluster_is_refused_with_the_alternative() -> None:
     with pytest.raises(ValueError, match=r"AGENTIHOOKS_REDIS_WAIT_REPLICAS.*min-replicas-to-write"):
         connect("redis+cluster://127.0.0.1:1", durability=Durability(1, 100))
+
+
+def test_a_cluster_client_takes_no_durability() -> None:
+    from redis.cluster import RedisCluster
+
+    unconnected = RedisCluster.__new__(RedisCluster)  # the check needs the type only, no cluster
+    with pytest.raises(ValueError, match="min-replicas-to-write"):
+        attach(unconnected, Durability(1, 100))
 
 
 def test_a_durability_needs_a_replica_and_a_timeout() -> None:
