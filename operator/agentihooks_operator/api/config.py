@@ -57,6 +57,9 @@ class ApiConfig(BaseSettings):
         if v is None or not v.strip():
             return None
         url = urlsplit(v.strip())
+        host, sep, port_text = url.netloc.rpartition(":")
+        if ":" in host and not host.startswith("[") and sep and port_text.isdigit():
+            url = url._replace(netloc=f"[{host}]:{port_text}")  # an IPv6 Pod IP put in as it is
         try:
             port = url.port
         except ValueError:

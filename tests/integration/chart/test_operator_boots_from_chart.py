@@ -30,7 +30,9 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 import yaml
+from agentihooks_operator.api.endpoints import Endpoints
 from agentihooks_operator.k8s.pods import OPERATOR_ANNOTATION
 from testsupport.chart_redis import ChartRedis, path_with_redis, rendered_command
 from testsupport.controlplane import write_kubeconfig
@@ -71,6 +73,9 @@ async def kubelet_env(cluster: RealCluster, pod: dict[str, Any], container: dict
             env[var["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
         elif source.get("fieldRef", {}).get("fieldPath") == "metadata.name":
             env[var["name"]] = pod["metadata"]["name"]
+        elif source.get("fieldRef", {}).get("fieldPath") == "status.podIP":
+            # no scheduler, no Pod network: the operator runs on loopback, so that is its Pod IP
+            env[var["name"]] = (pod.get("status") or {}).get("podIP") or "127.0.0.1"
         else:
             raise AssertionError(f"unexpected env source: {var}")
     return env
@@ -201,6 +206,17 @@ async def test_operator_runs_from_the_rendered_deployment(
     try:
         await eventually(lambda: answers(live["path"], 200), timeout=60, interval=0.2, what="liveness 200")
         await eventually(lambda: answers(ready["path"], 200), timeout=60, interval=0.2, what="readiness 200")
+        # the other replicas find it at its Pod IP and API port (they forward writes of its swarms there)
+        assert env["AGENTIHOOKS_API_ADVERTISE_URL"] == base
+        directory = Endpoints(
+            redis.Redis(port=redis_port, password=PASSWORD), env["AGENTIHOOKS_SWARM_KEY_PREFIX"]
+        )
+
+        async def advertised() -> bool:
+            return await asyncio.to_thread(directory.lookup, pod["metadata"]["name"]) == base
+
+        await eventually(advertised, timeout=60, interval=0.2, what="its advertised API address")
+        directory.client.close()
         # it works as the chart's ServiceAccount: a Swarm of its namespace gets its seat's Pod
         await cluster.create_swarm("booted", swarm_spec())
         await eventually(seat_pod, timeout=60, interval=0.2, what="the seat's Pod")

@@ -51,6 +51,7 @@ def test_the_key_has_one_hash_tag() -> None:
         ("http://10.1.2.3:8080", "http://10.1.2.3:8080"),
         ("https://api-0.example:8443/", "https://api-0.example:8443"),
         ("http://[fd00::5]:8080", "http://[fd00::5]:8080"),
+        ("http://fd00::5:8080", "http://[fd00::5]:8080"),  # the chart's $(POD_IP) on IPv6
         ("", None),
     ],
 )
