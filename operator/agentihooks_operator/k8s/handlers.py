@@ -177,11 +177,13 @@ async def pod_changed(
     key = (namespace or "default", labels.get(SWARM_LABEL) or "")
     pipeline: Pipeline | None = memo.get("pipeline")
     if (
-        event.get("type") != "DELETED"
-        and pipeline is not None
+        pipeline is not None
+        and event.get("type") != "DELETED"
         and pipeline.offer(key, event.get("object") or {})
     ):
         return
+    if pipeline is not None and pipeline.defer(key):
+        return  # the swarm's recoveries in flight wake its daemon when the last one ends
     trigger: asyncio.Event | None = memo["triggers"].get((namespace, labels.get(SWARM_LABEL)))
     if trigger is not None:
         trigger.set()

@@ -16,9 +16,13 @@ everything: it takes up from the journal whatever this path left.
 Only the current lease holder acts: a replica that does not hold the swarm's
 lease (or has never held it) does nothing on the event. Within one process
 the pass and this path never advance the same attempt at once (the Recovery's
-in-flight set); across processes the lease and the journal guard it. Each
-recovery ends by waking the swarm's daemon, whose pass then publishes the
-Events and the status and deletes the leftovers, off the critical path.
+in-flight set); across processes the lease and the journal guard it. When the
+last recovery in flight for a swarm ends, the swarm's daemon is woken, and its
+pass publishes the Events and the status and deletes the leftovers, off the
+critical path; other Pod events of a swarm that has recoveries in flight
+(its replacements appearing) wait for that same wake (:meth:`Pipeline.defer`)
+instead of starting passes that would compete with the recoveries for the API
+server.
 """
 
 from __future__ import annotations
@@ -87,6 +91,8 @@ class Pipeline:
     def __init__(self, workers: int = WORKERS) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pipeline")
         self._lanes: dict[tuple[str, str], Lane] = {}
+        #: Recoveries submitted and not finished, per swarm.
+        self._busy: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         #: Recoveries this path started and finished with work done (for tests and logs).
         self.recovered = 0
@@ -111,13 +117,31 @@ class Pipeline:
         observation = failed_attempt(pod, key[1])
         if observation is None:
             return False
+        with self._lock:
+            self._busy[key] = self._busy.get(key, 0) + 1
         try:
-            self._pool.submit(self._recover, lane, observation)
+            self._pool.submit(self._recover, key, lane, observation)
         except RuntimeError:  # the pool is shut down: the operator is stopping
+            self._done(key)
             return False
         return True
 
-    def _recover(self, lane: Lane, observation: AttemptObservation) -> None:
+    def defer(self, key: tuple[str, str]) -> bool:
+        """True when the swarm has recoveries in flight: its daemon is woken when the last one ends."""
+        with self._lock:
+            return self._busy.get(key, 0) > 0
+
+    def _done(self, key: tuple[str, str]) -> bool:
+        """Count one recovery of ``key`` finished; True when it was the last one in flight."""
+        with self._lock:
+            left = self._busy.get(key, 1) - 1
+            if left > 0:
+                self._busy[key] = left
+                return False
+            self._busy.pop(key, None)
+            return True
+
+    def _recover(self, key: tuple[str, str], lane: Lane, observation: AttemptObservation) -> None:
         name, eid = lane.runner.owner.name, observation.execution_id
         try:
             if lane.stopping() or not lane.runner.recovery.epoch:
@@ -136,4 +160,5 @@ class Pipeline:
         except Exception:
             log.exception("swarm %s: recovery of %s from its Pod event failed; the pass retries", name, eid)
         finally:
-            lane.wake()  # the pass publishes Events and status, cleans up, and takes up anything left
+            if self._done(key):  # the pass publishes Events and status, cleans up, takes up anything left
+                lane.wake()

@@ -105,3 +105,32 @@ def test_a_healthy_pod_is_not_taken_even_by_the_holder() -> None:
     finally:
         pipeline.close()
     assert not woken.is_set()
+
+
+def test_the_daemon_is_woken_once_when_the_last_recovery_of_a_swarm_ends() -> None:
+    release = threading.Event()
+    started: list[str] = []
+
+    def recover_one(spec: object, observation: Any) -> None:
+        started.append(observation.execution_id)
+        release.wait(10)
+
+    recovery = SimpleNamespace(epoch=2, recover_one=recover_one)
+    runner = SimpleNamespace(recovery=recovery, owner=SimpleNamespace(name="example"), keepalive=lambda: None)
+    wakes: list[int] = []
+    lane = Lane(runner=runner, spec=lambda: None, wake=lambda: wakes.append(1), stopping=lambda: False)  # type: ignore[arg-type]
+    pipeline = Pipeline(workers=2)
+    try:
+        pipeline.register(("ns", "example"), lane)
+        other = ours(k.evicted())
+        other["metadata"]["labels"][label("execution-id")] = "exe-" + "b" * 32
+        other["metadata"]["annotations"][label("seat")] = "eng-2"
+        assert pipeline.offer(("ns", "example"), ours(k.oom_killed())) is True
+        assert pipeline.offer(("ns", "example"), other) is True
+        assert pipeline.defer(("ns", "example")) is True, "a replacement's event waits for the wake"
+        assert pipeline.defer(("ns", "elsewhere")) is False
+        release.set()
+    finally:
+        pipeline.close()
+    assert sorted(started) == sorted([EID, "exe-" + "b" * 32])
+    assert wakes == [1] and pipeline.defer(("ns", "example")) is False
