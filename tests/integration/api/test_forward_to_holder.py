@@ -114,6 +114,10 @@ def test_a_worker_report_and_a_relaunch_through_the_other_replica_are_made_once(
         assert again.json()["replayed"] and again.json()["replacement"] == relaunched["replacement"]
         assert launched(world) == pods + 1
         assert b.standby["swarm-a"].writes_applied == b.standby["swarm-a"].writes_refused == 0
+        # a route that names its swarm in the path and reads no body: pause
+        paused = b.call("POST", "/v1/swarms/swarm-b/pause", world.tokens["operator"], None)
+        assert paused.status_code == 200 and paused.json() == {"swarm": "swarm-b", "paused": True}
+        assert world.recoveries["swarm-b"].paused()
 
 
 def test_a_request_already_forwarded_is_not_forwarded_again(world: World, redis_url: str) -> None:
