@@ -35,6 +35,8 @@ WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", 
 RAW_BODY: web.RequestKey[bytes] = web.RequestKey("raw_body", bytes)
 #: The swarm the request concerns, once a route resolved it (the lease holder to forward to).
 REQUEST_SWARM: web.RequestKey[str] = web.RequestKey("request_swarm", str)
+#: Set when the answer is the lease holder's, to a request forwarded there (it logged it already).
+FORWARDED: web.RequestKey[bool] = web.RequestKey("forwarded", bool)
 JSON_CAP = 64 * 1024
 #: Arrays and objects a JSON body may nest; the bodies of this API need three at most.
 JSON_MAX_DEPTH = 32

@@ -23,10 +23,11 @@ import logging
 from collections.abc import AsyncIterator
 
 import aiohttp
+import redis
 from aiohttp import web
 
 from ..recovery.records import ControlOwner
-from .common import RAW_BODY, REQUEST_SWARM, blocking, read_capped, route_name, state_of
+from .common import FORWARDED, RAW_BODY, REQUEST_SWARM, blocking, read_capped, route_name, state_of
 from .endpoints import Endpoints
 from .state import ApiState
 
@@ -84,6 +85,16 @@ async def _body(request: web.Request) -> bytes | None:
     return body
 
 
+async def _read_all(resp: aiohttp.ClientResponse) -> bytes:
+    """The holder's whole answer, refused past ``ANSWER_CAP`` bytes."""
+    out = bytearray()
+    while chunk := await resp.content.read(ANSWER_CAP + 1 - len(out)):
+        out += chunk
+        if len(out) > ANSWER_CAP:
+            raise aiohttp.ClientPayloadError("the lease holder's answer is too large")
+    return bytes(out)
+
+
 async def forward(request: web.Request) -> web.Response | None:
     """The lease holder's answer to this request, or ``None`` when it cannot be had (see module)."""
     swarm = request.get(REQUEST_SWARM) or request.match_info.get("swarm")
@@ -91,7 +102,11 @@ async def forward(request: web.Request) -> web.Response | None:
         return None
     state = state_of(request)
     entry = state.registry.get(swarm)
-    found = await blocking(holder_url, request, swarm)
+    try:
+        found = await blocking(holder_url, request, swarm)
+    except (redis.RedisError, ValueError) as e:  # Redis down, or a record it cannot read: not_leader
+        log.warning("control API: the lease holder of swarm %s is unknown (%s)", swarm, type(e).__name__)
+        return None
     body = await _body(request) if found is not None else None
     if entry is None or found is None or body is None:
         return None
@@ -107,9 +122,7 @@ async def forward(request: web.Request) -> web.Response | None:
             headers=headers,
             allow_redirects=False,
         ) as resp:
-            answer = await resp.content.read(ANSWER_CAP + 1)
-            if len(answer) > ANSWER_CAP:
-                raise aiohttp.ClientPayloadError("answer too large")
+            answer = await _read_all(resp)
             status, kind, retry = (
                 resp.status,
                 resp.headers.get("Content-Type"),
@@ -124,6 +137,7 @@ async def forward(request: web.Request) -> web.Response | None:
             type(e).__name__,
         )
         return None
+    request[FORWARDED] = True
     log.info("control API: %s forwarded to %s, the lease holder of swarm %s: %s", where, owner, swarm, status)
     out = web.Response(status=status, body=answer, headers={"Retry-After": retry} if retry else None)
     if kind:

@@ -16,7 +16,9 @@ text the caller got (never a token or a body). Path values are shown only
 when they are plain identifiers, else quoted and shortened. Requests refused
 later, when the lease holder applies a recorded request on its pass, are
 logged with the same line by the recovery core. ``5xx`` answers (Redis down,
-not the lease holder) are not refusals: the caller retries.
+not the lease holder) are not refusals: the caller retries. A request
+forwarded to the lease holder (:mod:`.forward`) is logged there, not again by
+the replica that forwarded it.
 
 A refusal by the recovery rules (``409``) is logged at WARNING; the others
 (validation, credentials, unknown names, bodies too large or too slow) at
@@ -31,7 +33,7 @@ import re
 
 from aiohttp import web
 
-from .common import Handler
+from .common import FORWARDED, Handler
 
 log = logging.getLogger("agentihooks.api")
 
@@ -88,7 +90,8 @@ def _route(request: web.Request) -> str | None:
 @web.middleware
 async def log_refusals(request: web.Request, handler: Handler) -> web.StreamResponse:
     resp = await handler(request)
-    if 400 <= resp.status < 500 and _route(request) in RECOVERY_REQUEST_ROUTES:
+    forwarded = request.get(FORWARDED, False)  # the lease holder answered it, and logged it
+    if 400 <= resp.status < 500 and _route(request) in RECOVERY_REQUEST_ROUTES and not forwarded:
         level = logging.WARNING if resp.status == 409 else logging.INFO
         log.log(level, LINE, _subject(request), _reason(resp))
     return resp

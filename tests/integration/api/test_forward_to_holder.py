@@ -170,5 +170,7 @@ def test_the_holder_checks_the_forwarded_credential_and_no_log_shows_it(
         assert ok.status_code == 200 and ok.json()["message"] == secret_words
     text = caplog.text
     assert "forwarded to ctl-a" in text  # the forwarding is logged, by route and holder
+    refusals = [r for r in caplog.records if "the recovery request for" in r.getMessage()]
+    assert len(refusals) == 1  # the holder's refusal line; the forwarding replica does not repeat it
     for secret in (forged, worker, world.tokens["operator"], secret_words, sha256_hex(forged)):
         assert secret not in text
