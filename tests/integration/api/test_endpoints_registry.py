@@ -60,3 +60,15 @@ def test_advertising_refreshes_and_its_end_removes_the_entry(
     assert stamps == sorted(stamps)
     assert client.hget(reg.key, "ctl-a") is None  # a clean stop leaves nothing behind
     client.close()
+
+
+def test_the_registry_works_on_a_redis_cluster(redis_cluster) -> None:  # type: ignore[no-untyped-def]
+    """One key, so its scripts run on whichever primary owns its slot (no cross-slot command)."""
+    redis_cluster.flush()
+    client = redis_cluster.client()
+    reg = Endpoints(client, "agentihooks")  # type: ignore[arg-type]
+    reg.advertise("ctl-a", "http://10.0.0.1:8080")
+    assert reg.lookup("ctl-a") == "http://10.0.0.1:8080"
+    reg.withdraw("ctl-a")
+    assert reg.lookup("ctl-a") is None
+    client.close()
