@@ -61,7 +61,9 @@ def fresh_url(raw: bytes | str | None, now_ms: int, stale_ms: int = STALE_MS) ->
     if not isinstance(entry, dict):
         return None
     url, at = entry.get("url"), entry.get("at")
-    if not isinstance(url, str) or not url or not isinstance(at, (int, float)) or isinstance(at, bool):
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return None
+    if not isinstance(at, (int, float)) or isinstance(at, bool):
         return None
     return url if 0 <= now_ms - at <= stale_ms else None
 

@@ -113,6 +113,7 @@ async def forward(request: web.Request) -> web.Response | None:
     owner, url = found
     headers = {h: request.headers[h] for h in PASSED if h in request.headers}
     headers[FORWARDED_BY] = entry.holder
+    headers["Accept-Encoding"] = "identity"  # the body is passed back as it comes
     where = f"{request.method} {route_name(request)}"
     try:
         async with request.app[CLIENT].request(

@@ -30,6 +30,7 @@ def test_a_fresh_entry_gives_its_address() -> None:
         entry(at=NOW + 1),  # from the future: not trusted
         entry(url=""),
         entry(url=7),
+        entry(url="file:///etc/passwd"),
         entry(at="now"),
         entry(at=True),
         "not json",
