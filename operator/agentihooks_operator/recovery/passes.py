@@ -33,6 +33,7 @@ from ..swarm import SwarmSpec
 from . import choices
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost
+from .failures import failures_of, narrow
 from .fanout import Fanout, InFlight
 from .fencing import Failure, fence_step, recover
 from .launching import launch_step
@@ -40,7 +41,6 @@ from .models import AttemptObservation, PassReport
 from .reads import Attempt, Snapshot, attempts, snapshot
 from .records import LedgerRow
 from .relaunch import finish_retire
-from .writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
 
@@ -57,7 +57,7 @@ def run_pass(
 ) -> None:
     snap = snapshot(ctx.w)
     report.paused = snap.paused
-    failures = _failures(snap, observations)
+    failures = failures_of(snap, observations)
     ids = list(dict.fromkeys([*failures, *snap.work]))
     _advance(
         ctx, spec, snap=snap, failures=failures, wanted=ids, report=report, inflight=inflight or InFlight()
@@ -73,52 +73,15 @@ def run_one(
     False when there is nothing to do here: not the seat's current attempt, already handed to a
     launch, or another thread of this process (a pass) is advancing it.
     """
-    snap = _narrow(ctx.w, observation)
+    snap = narrow(ctx.w, observation)
     report.paused = snap.paused
-    failures = _failures(snap, [observation])
+    failures = failures_of(snap, [observation])
     if not failures:
         return False
     claimed = _advance(
         ctx, spec, snap=snap, failures=failures, wanted=list(failures), report=report, inflight=inflight
     )
     return bool(claimed)
-
-
-def _narrow(w: Writer, o: AttemptObservation) -> Snapshot:
-    """What :func:`snapshot` says about one attempt, read in one round trip."""
-    k = w.keys
-    pipe = w.client.pipeline(transaction=False)
-    pipe.hget(k.seats, o.seat)
-    pipe.hget(k.recovery_work, o.execution_id)
-    pipe.exists(k.recovery_paused)
-    pipe.hexists(k.restore_refusals, o.execution_id)
-    current, work, paused, refused = pipe.execute()
-    w.trip()
-    return Snapshot(
-        seats={o.seat: _text(current)} if current is not None else {},
-        work={o.execution_id: _text(work)} if work is not None else {},
-        paused=bool(paused),
-        requests={},
-        refused=frozenset([o.execution_id]) if refused else frozenset(),
-    )
-
-
-def _text(v: object) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _failures(snap: Snapshot, observations: Sequence[AttemptObservation]) -> dict[str, Failure]:
-    failures: dict[str, Failure] = {}
-    for o in observations:
-        if o.state not in ("failed", "gone") or snap.work.get(o.execution_id) == "launch":
-            continue
-        if snap.seats.get(o.seat) != o.execution_id:
-            continue  # not the seat's current attempt (an old, already fenced Pod)
-        if o.execution_id in snap.refused:
-            continue  # it refused its restore and reported it: it waits for a relaunch, nothing failed
-        reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
-        failures[o.execution_id] = Failure(o.execution_id, o.seat, o.generation, reason, o.superseded_legacy)
-    return failures
 
 
 def _advance(
