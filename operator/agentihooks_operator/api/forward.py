@@ -29,6 +29,7 @@ from aiohttp import web
 from ..recovery.records import ControlOwner
 from .common import FORWARDED, RAW_BODY, REQUEST_SWARM, blocking, read_capped, route_name, state_of
 from .endpoints import Endpoints
+from .errors import HttpProblem
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
@@ -79,7 +80,10 @@ async def _body(request: web.Request) -> bytes | None:
         return request[RAW_BODY]
     if not request.body_exists:
         return b""
-    body = await read_capped(request)
+    try:
+        body = await read_capped(request)
+    except HttpProblem:  # too large or too slow: the client is answered not_leader and retries
+        return None
     if request.content_length is not None and len(body) != request.content_length:
         return None  # a route streamed part of it: it cannot be sent again
     return body
