@@ -41,7 +41,7 @@ from ..errors import OperatorError
 from ..recovery import LeaseLost
 from ..recovery.models import AttemptObservation
 from ..swarm import SwarmSpec
-from .classify import classify
+from .classify import DISRUPTIONS, classify
 from .observe import SUPERSEDED
 from .pods import label, owned_by
 from .swarmpass import SwarmPass
@@ -59,7 +59,7 @@ def failed_attempt(pod: Mapping[str, Any], swarm: str) -> AttemptObservation | N
     if not owned_by(pod, swarm) or meta.get("deletionTimestamp"):
         return None
     verdict = classify(pod)
-    if verdict.state != "failed" or verdict.reason not in POD_ONLY:
+    if verdict.state != "failed" or verdict.reason not in POD_ONLY or _unknown_disruption(pod):
         return None
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     try:
@@ -73,6 +73,15 @@ def failed_attempt(pod: Mapping[str, Any], swarm: str) -> AttemptObservation | N
         )
     except (ValidationError, ValueError):
         return None  # not one of ours after all; the pass looks at it
+
+
+def _unknown_disruption(pod: Mapping[str, Any]) -> bool:
+    """A disruption whose cause the Pod does not name as an eviction (``DeletionByPodGC`` after its
+    Node was deleted, a reason newer than this operator): what it means may need the Nodes."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            return str(cond.get("reason")) not in DISRUPTIONS
+    return False
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,7 @@ class Pipeline:
             lane.runner.keepalive()  # renews a lease a third old; LeaseLost when another holds it
             report = lane.runner.recovery.recover_one(lane.spec(), observation)
             if report is not None and not report.lease_lost:
+                lane.runner.announce(report.launches)
                 self.recovered += 1
                 log.debug("swarm %s: %s recovered from its Pod event (%s)", name, eid, report.launches)
         except LeaseLost:

@@ -256,6 +256,12 @@ class SwarmPass(PassReads):
         if self._closing is not None:
             self._closing()
 
+    def announce(self, launches: list[str]) -> None:
+        """``Replaced`` Events for launches made outside a pass (the event-driven path), queued
+        behind any pass like a pass's own."""
+        for execution_id in launches:
+            self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
+
     def _post(self, notice: Notice) -> None:
         """Queue the Events of ``notice``; a single background thread sends them, off the pass."""
         self._poster.submit(self._send, notice)

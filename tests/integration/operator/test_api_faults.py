@@ -479,8 +479,13 @@ async def test_rbac_denial_is_named_retried_and_then_recovered_once(
         await eventually(lambda: said in _log(tmp_path), what="the refusal in the operator's log")
         await eventually(lambda: _swarm_event(cluster, said), what="the refusal as an Event on the Swarm")
         assert op.poll() is None, "the operator process keeps running"
-        assert await cluster.pods("example") == []
-        assert 201 not in _audit(cluster, "create", "pods", pod), "no replacement Pod was created"
+        if resource == "pods":
+            assert await cluster.pods("example") == []
+            assert 201 not in _audit(cluster, "create", "pods", pod), "no replacement Pod was created"
+        else:  # the Pod went out beside its ConfigMap: without that a kubelet never starts it
+            made = await cluster.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
+            assert made is not None and (made.get("status") or {}).get("phase", "Pending") == "Pending"
+            assert await cluster.get(f"/api/v1/namespaces/{ns}/configmaps/{pod}-launch") is None
         record = fence(redis_url, "example", lost)
         assert record is not None and record.released == ["grant", "account"]
         assert _fence_events(redis_url, lost) == 1

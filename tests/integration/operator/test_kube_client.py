@@ -535,11 +535,11 @@ def test_real_api_server_answers_as_facts_and_rbac_denials_name_verb_and_resourc
         assert dup.value.status == 409 and dup.value.reason == "AlreadyExists"
         assert kube.get("pods", ns, "nobody") is None
         assert kube.list("pods", ns, {"a": "b", "c": "d"}) == []
-        with pytest.raises(ApiError) as denied:  # the chart grants configmaps create/delete only
-            kube.get("configmaps", ns, "c1")
+        with pytest.raises(ApiError) as denied:  # the chart grants configmaps get/create/delete only
+            kube.patch("configmaps", ns, "c1", {"data": {"k": "v"}})
         e = denied.value
         assert e.status == 403 and e.reason == "Forbidden"
-        assert 'cannot get resource "configmaps"' in e.message and f'namespace "{ns}"' in e.message
+        assert 'cannot patch resource "configmaps"' in e.message and f'namespace "{ns}"' in e.message
         with pytest.raises(ApiError) as elsewhere:
             kube.create("pods", "kube-system", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
         assert elsewhere.value.status == 403

@@ -9,7 +9,9 @@ fenced Pod's deletion went out beside the launch and the journal shows both
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import redis
 from agentihooks_operator.recovery.keys import SwarmKeys
@@ -39,8 +41,9 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
         r = await cluster.http.patch(path, json={"metadata": {"annotations": LEGACY}}, headers=MERGE)
         r.raise_for_status()
         await running_seat(cluster, kubelet, "example")
-        # the pass the Running event started is over (it published this): no pass runs from here on
+        # the passes the Running Pod's events started are over: no pass runs from here on
         await eventually(lambda: _status(cluster, running=1), what="the Running Pod's pass")
+        await eventually(lambda: _quiet(memo, (cluster.namespace, "example")), what="the daemon idle")
         await kubelet.set_status(name, kl.oom_killed())
 
         second = await replacement(cluster, "example", 2)
@@ -59,6 +62,15 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
     assert cluster.count("create", "pods") == 2
     assert cluster.count("create", "secrets", f"swarm-{eid(second)}-credential") == 1
     client.close()
+
+
+async def _quiet(memo: Any, key: tuple[str, str], polls: int = 10) -> bool:
+    """No pass running and none due, for ``polls`` checks 50 ms apart."""
+    for _ in range(polls):
+        if memo["triggers"][key].is_set() or not memo["passes"][key]._idle.is_set():
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 async def _gone(cluster: Cluster, path: str) -> bool:

@@ -72,8 +72,9 @@ def test_the_legacy_mark_is_carried() -> None:
         ours(k.oom_killed(), deleting=True),  # being deleted: the pass decides (node loss or retire)
         ours(k.oom_killed(), swarm="other"),  # another swarm's owner value: foreign here
         {**k.pod(k.oom_killed())},  # no labels at all
+        ours(k.disruption("DeletionByPodGC")),  # its Node was deleted: the pass says node_lost
     ],
-    ids=["running", "pending", "deleting", "foreign", "unlabelled"],
+    ids=["running", "pending", "deleting", "foreign", "unlabelled", "pod-gc"],
 )
 def test_everything_else_is_left_to_the_pass(pod: dict[str, Any]) -> None:
     assert failed_attempt(pod, "example") is None
