@@ -31,6 +31,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import redis
+from redis.commands.core import Script
 
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
@@ -99,7 +100,7 @@ class Scope:
     def __init__(self, client: redis.Redis, keys: SwarmKeys) -> None:
         self._client = client
         self._keys = keys
-        self._seats_if_changed = client.register_script(SEATS_IF_CHANGED_LUA)
+        self._seats_if_changed: Script | None = None  # registered at the first incremental pass
         #: execution id → state of its last observation (current, admitted attempts only).
         self.states: dict[str, str] = {}
         self._running = 0
@@ -122,6 +123,8 @@ class Scope:
         nodes_touched: Collection[str],
     ) -> list[AttemptRecord]:
         """The current admitted attempts this incremental pass observes, sorted by seat."""
+        if self._seats_if_changed is None:
+            self._seats_if_changed = self._client.register_script(SEATS_IF_CHANGED_LUA)
         reply = self._seats_if_changed(keys=[self._keys.seats], args=[self._digest])
         wanted: set[str] = set()
         if len(reply) > 1:  # the seats map changed since the last read
