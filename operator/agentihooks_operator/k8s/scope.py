@@ -15,10 +15,12 @@ attempts something may have changed for:
 
 The seats map (seat → current attempt) costs one round trip per pass whose
 reply is its digest alone while no seat changed (hashed inside Redis, about
-1.5 ms at 5,000 seats); the map itself crosses only when it changed. The attempt records (JSON) are read only
-for the attempts chosen, in one more round trip, skipped when none is. An
-attempt whose record is no longer ``admitted`` (fenced, relaunched) is
-remembered and not read again.
+1.5 ms at 5,000 seats); the map itself crosses only when it changed. The
+attempt records (JSON) are read only for the attempts chosen, in one more
+round trip, skipped when none is. An attempt whose record is no longer
+``admitted`` (fenced, relaunched) is remembered and not read again. The pass
+reads by name the Pods the cache lacks for the attempts chosen
+(:mod:`.passreads`): the watch may not have delivered a Pod just created.
 
 The Nodes are listed every ``every_s`` (a quarter of ``node_lost_after_s``,
 at most 10 s), not every pass: node loss is still seen within
