@@ -102,7 +102,7 @@ def test_sigterm_commits_a_final_capture_and_propagates_the_exit_code(
     )
     assert verdict.ok and verdict.record is not None and verdict.record.native
     assert events(err, "harness_exited")[0]["exit_code"] == expected
-    assert harness_runs(sc.tmp)[-1]["argv"] == ["--resume", sc.built.session_id]
+    assert harness_runs(sc.tmp)[-1]["argv"] == ["-p", "--resume", sc.built.session_id]
 
 
 def test_periodic_captures_while_the_harness_runs(scenario: ScenarioFactory) -> None:
@@ -149,5 +149,5 @@ def test_boot_killed_while_the_harness_runs_then_booted_again(scenario: Scenario
     whens = [e["when"] for e in events(first_err + second_err, "checkpoint_committed")]
     assert whens == ["initial", "final"]  # the first capture was not taken again
     runs = harness_runs(sc.tmp)
-    assert [r["argv"] for r in runs] == [["--resume", sc.built.session_id]] * 2
+    assert [r["argv"] for r in runs] == [["-p", "--resume", sc.built.session_id]] * 2
     assert len(sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)) == 2

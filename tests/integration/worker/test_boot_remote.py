@@ -78,7 +78,7 @@ def test_remote_restore_reports_its_outcome_and_captures_through_the_controller(
         assert beat["session_id"] == built.session_id
         assert len(w.store.list_checkpoints(SCOPE, execution_id=new)) == 2
         run = harness_runs(tmp_path)[-1]
-        assert run["argv"] == ["--resume", built.session_id]
+        assert run["argv"] == ["-p", "--resume", built.session_id]
         assert run["saw_worker_token"] is False
         err = capsys.readouterr().err
         assert len(events(err, "restore_verified")) == 1

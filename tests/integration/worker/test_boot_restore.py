@@ -41,7 +41,7 @@ def test_native_claude_restore(
     onboarding = json.loads((layout.claude_config_dir / ".claude.json").read_text())
     assert onboarding["hasCompletedOnboarding"] is True
     assert onboarding["projects"][str(layout.worktree)]["hasTrustDialogAccepted"] is True
-    assert ctx.restored.argv == [sc.launch["agent"][0], "--resume", built.session_id]
+    assert ctx.restored.argv == [sc.launch["agent"][0], "-p", "--resume", built.session_id]
     err = capsys.readouterr().err
     assert events(err, "restore_verified") == [
         {
@@ -66,7 +66,7 @@ def test_native_claude_restore(
     # the supervisor resumes the same conversation natively
     assert boot.supervise(ctx) == 0
     runs = harness_runs(sc.tmp)
-    assert runs[-1]["argv"] == ["--resume", built.session_id]
+    assert runs[-1]["argv"] == ["-p", "--resume", built.session_id]
     assert runs[-1]["cwd"] == str(layout.worktree) and runs[-1]["session"] == built.session_id
     assert restored.read_bytes().startswith(built.transcript.read_bytes())
     final = sc.store.list_checkpoints(SCOPE, execution_id=NEW_EXECUTION)
