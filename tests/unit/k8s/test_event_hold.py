@@ -48,6 +48,9 @@ class FakeKube:
 class BlockedRecovery:
     """A recovery core whose lease check waits for the test: the pass is running until then."""
 
+    #: No lease held yet (the placement check reads it before the lease is asked for).
+    epoch = 0
+
     def __init__(self) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
