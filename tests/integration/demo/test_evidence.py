@@ -156,7 +156,9 @@ def check_harnesses(record: dict, cases: dict, work: Path, missing: str | None) 
         assert all(observed["turn_checks"].values())
         session = observed["session_id"]
         assert row["resume_command"] == (
-            ["claude", "-p", "--resume", session] if name == "claude" else ["codex", "exec", "resume", session]
+            ["claude", "-p", "--resume", session]
+            if name == "claude"
+            else ["codex", "exec", "resume", session]
         )
         assert observed["resume_command_is_the_adapters"] is True and observed["exit_code"] == 0
         store = work / "real-harness" / name / "store"
