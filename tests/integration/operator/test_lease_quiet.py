@@ -12,6 +12,11 @@ Then the holder gets SIGTERM: it gives the lease back as it stops and never
 takes one again, and the other replica takes over before the old lease
 would have run out (the new holder's first renewal time, on Redis's clock,
 is earlier than the old lease's expiry), so the handover waited for no TTL.
+
+The replicas run with the placement among replicas on (as installed), with a
+short hold: whichever replica took the swarm first, it ends with the replica
+the placement prefers (at most one planned handover, after ``hold``); the
+quiet window starts once the lease has stayed put for three lease periods.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from .conftest import swarm_spec
 from .flows import running_seat
 
 LEASE_MS = 1500
+#: The placement's hold: a first holder that is not the preferred replica hands over after it.
+PLACEMENT = {"AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "1"}
 PERIODS = int(os.environ.get("AGENTIHOOKS_LEASE_QUIET_PERIODS", "40"))
 
 
@@ -46,21 +53,39 @@ def _lease(redis_url: str) -> tuple[dict[str, Any] | None, int]:
     return (json.loads(raw) if raw else None), int(epoch or 0)
 
 
+async def _settled(redis_url: str, periods: int = 3, within: float = 60.0) -> tuple[dict[str, Any], int]:
+    """The lease once it has kept the same holder and epoch for ``periods`` lease periods."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    seen, since = _lease(redis_url), loop.time()
+    while True:
+        await asyncio.sleep(0.25)
+        now = _lease(redis_url)
+        if now[0] is None or seen[0] is None or (now[0]["owner"], now[1]) != (seen[0]["owner"], seen[1]):
+            seen, since = now, loop.time()
+        elif loop.time() - since >= periods * LEASE_MS / 1000:
+            return seen[0], seen[1]
+        assert loop.time() < deadline, "the lease never settled on one holder"
+
+
 async def test_quiet_replicas_never_retake_and_sigterm_hands_over_at_once(
     cluster: Cluster, kubelet: Kubelet, redis_url: str, tmp_path: Path
 ) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     async with (
-        operator_process(cluster, redis_url, logs, operator_id="op-a", lease_ms=LEASE_MS) as a,
-        operator_process(cluster, redis_url, logs, operator_id="op-b", lease_ms=LEASE_MS) as b,
+        operator_process(
+            cluster, redis_url, logs, operator_id="op-a", lease_ms=LEASE_MS, extra_env=PLACEMENT
+        ) as a,
+        operator_process(
+            cluster, redis_url, logs, operator_id="op-b", lease_ms=LEASE_MS, extra_env=PLACEMENT
+        ) as b,
     ):
         # A pass interval longer than the lease: renewal may not depend on passes.
         await cluster.create_swarm("example", swarm_spec(interval=5.0))
         await running_seat(cluster, kubelet, "example")
-        owner, start_epoch = await eventually(
-            lambda: (lease := _lease(redis_url))[0] and lease, what="a lease holder"
-        )
+        await eventually(lambda: _lease(redis_url)[0], what="a lease holder")
+        owner, start_epoch = await _settled(redis_url)
 
         await asyncio.sleep(PERIODS * LEASE_MS / 1000)
 
