@@ -182,8 +182,12 @@ async def running_operator(
     catalog: Any = None,
     lease_ms: int = 3000,
     node_lost_after_seconds: float = 40.0,
+    placement: bool = True,
 ) -> AsyncIterator[Any]:
-    """The real operator (kopf.operator with this package's handlers) in the test's event loop."""
+    """The real operator (kopf.operator with this package's handlers) in the test's event loop.
+
+    ``placement=False`` turns the sharing of swarms among replicas off (whoever takes a lease keeps it).
+    """
     import os
 
     import kopf
@@ -200,6 +204,7 @@ async def running_operator(
         lease_ms=lease_ms,
         node_lost_after_seconds=node_lost_after_seconds,
         retry_delay_seconds=0.5,
+        placement=placement,
     )
     memo = kopf.Memo(config=config, clock=clock, faults=faults)
     if catalog is not None:

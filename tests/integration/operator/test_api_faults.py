@@ -570,9 +570,11 @@ async def test_a_pod_on_a_node_that_joined_between_the_reads_is_not_lost(
             return read_pods()
 
         runner._nodes, runner._pods = nodes_first, pods_after
-        await eventually(listed.is_set, what="a pass that listed the Nodes")
-        await kubelet.set_status(name, kl.running(), node_name="joined-node")  # registers the Node
-        go.set()
+        try:  # the Nodes are listed every quarter of node_lost_after_seconds (10 s here), not every pass
+            await eventually(listed.is_set, timeout=60, what="a pass that listed the Nodes")
+            await kubelet.set_status(name, kl.running(), node_name="joined-node")  # registers the Node
+        finally:
+            go.set()  # never leave a pass blocked (the operator could not stop)
         await eventually(lambda: _status(cluster, running=1), what="the seat seen running")
         runner._nodes, runner._pods = read_nodes, read_pods
         await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="still running")
