@@ -10,6 +10,7 @@ and the console scripts the images run — `agentihooks-operator`, `agentihooks-
 from __future__ import annotations
 
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -103,9 +104,21 @@ def test_wheel_carries_every_data_file_of_the_packages(wheel: Path) -> None:
 
 def test_console_scripts_run_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
-    # The dependencies come from this interpreter's site-packages; the project itself from the wheel.
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    # The dependencies come from the site-packages of the interpreter running the tests (the project's
+    # own virtualenv, whose base interpreter may have none of them), the project itself from the wheel.
+    # A path line in a .pth adds that folder without running its .pth files, so the editable install
+    # of this checkout that lives there is not seen: the wheel's packages are the only ones on the path.
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    deps = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    assert deps, "the running interpreter has a site-packages folder"
+    (Path(purelib) / "agentihooks-test-deps.pth").write_text("".join(f"{p}\n" for p in deps))
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q", str(wheel)],
         capture_output=True,
