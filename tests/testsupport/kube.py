@@ -183,10 +183,13 @@ async def running_operator(
     lease_ms: int = 3000,
     node_lost_after_seconds: float = 40.0,
     placement: bool = True,
+    **settings: Any,
 ) -> AsyncIterator[Any]:
     """The real operator (kopf.operator with this package's handlers) in the test's event loop.
 
     ``placement=False`` turns the sharing of swarms among replicas off (whoever takes a lease keeps it).
+    Further keyword arguments are operator settings (``OperatorConfig`` fields, e.g.
+    ``worker_service_accounts``).
     """
     import os
 
@@ -205,6 +208,7 @@ async def running_operator(
         node_lost_after_seconds=node_lost_after_seconds,
         retry_delay_seconds=0.5,
         placement=placement,
+        **settings,
     )
     memo = kopf.Memo(config=config, clock=clock, faults=faults)
     if catalog is not None:

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ..recovery.durable import Durability
 from ..redisconn import connect, parse
+from .podpolicy import TemplatePolicy
 
 
 def _default_holder() -> str:
@@ -60,6 +61,16 @@ class OperatorConfig(BaseSettings):
     #: A swarm stays with the replica that took it at least this long before it is handed to
     #: the preferred one (hysteresis: a swarm moves at most once per this many seconds).
     placement_hold_seconds: float = Field(default=30.0, ge=0)
+    #: ServiceAccounts a Swarm's Pod template may name (comma-separated; empty: none, the worker Pod
+    #: runs as its namespace's ``default`` account without a token). See k8s/podpolicy.py.
+    worker_service_accounts: str = ""
+    #: The operator's own ServiceAccount (``name`` in ``operator_namespace``, or ``namespace/name``):
+    #: never lent to a worker Pod, even when listed above.
+    operator_service_account: str = ""
+    #: The operator's own namespace (the chart sets it from the downward API).
+    operator_namespace: str = ""
+    #: Secrets a Pod template may use without carrying the opt-in label (comma-separated names).
+    worker_secrets: str = ""
 
     @field_validator("redis_url")
     @classmethod
@@ -70,6 +81,15 @@ class OperatorConfig(BaseSettings):
     @property
     def namespace_list(self) -> list[str]:
         return [n.strip() for n in self.namespaces.split(",") if n.strip()]
+
+    @property
+    def template_policy(self) -> TemplatePolicy:
+        return TemplatePolicy.from_settings(
+            self.worker_service_accounts,
+            self.operator_service_account,
+            self.worker_secrets,
+            self.operator_namespace,
+        )
 
     @property
     def heartbeat_seconds(self) -> float:

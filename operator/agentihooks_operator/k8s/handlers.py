@@ -225,6 +225,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         control_url=config.control_url,
         leftovers=RedisLeftovers(memo["redis"], keys),
         faults=memo.get("faults"),
+        policy=config.template_policy,
     )
     metrics = instruments.of(memo)
     metrics.ensure_swarm(name)  # its series exist at 0 before its first pass

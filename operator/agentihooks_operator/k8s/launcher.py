@@ -46,6 +46,7 @@ from .client import KubeClient
 from .errors import ApiError
 from .events import Notice, events_for
 from .leftovers import Leftovers, MemoryLeftovers
+from .podpolicy import TemplatePolicy, refusals
 from .pods import (
     Execution,
     Owner,
@@ -101,8 +102,11 @@ class KubernetesLauncher:
         on_launch: Callable[[LaunchPlan, str], None] | None = None,
         leftovers: Leftovers | None = None,
         faults: Callable[[str], None] | None = None,
+        policy: TemplatePolicy | None = None,
     ) -> None:
         self.kube = kube
+        #: What a Pod template may ask for (:mod:`.podpolicy`); the strict default allows no account.
+        self.policy = policy if policy is not None else TemplatePolicy()
         self.owner = owner
         self._spec = spec
         self.control_url = control_url
@@ -157,7 +161,8 @@ class KubernetesLauncher:
     def _launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
         spec = self._spec()
         ex = execution_of(plan)
-        provider = self._provider(spec, ex.seat)  # before anything of the attempt is created
+        self._check_template(spec)  # before anything of the attempt is created or read
+        provider = self._provider(spec, ex.seat)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
         secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider)
         pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
@@ -201,6 +206,25 @@ class KubernetesLauncher:
                     "stringData": secret["stringData"],
                     **({"data": secret["data"]} if "data" in secret else {}),
                 },
+            )
+
+    def _check_template(self, spec: SwarmSpec) -> None:
+        """:class:`LaunchBlocked` naming every field of the Pod template that lends the Swarm's author more
+        than a Pod author has (:mod:`.podpolicy`), whatever admission let through."""
+        if spec.pod_template is None:
+            return
+        template = spec.pod_template.model_dump(by_alias=True, exclude_none=True)
+
+        def labels(name: str) -> dict[str, str] | None:
+            obj = self.kube.get("secrets", self.owner.namespace, name)
+            return None if obj is None else dict((obj.get("metadata") or {}).get("labels") or {})
+
+        refused = refusals(template, self.policy, self.owner.namespace, labels)
+        if refused:
+            raise LaunchBlocked(
+                "the Swarm's Pod template is refused: " + "; ".join(refused) + "; nothing is launched "
+                "until it is fixed",
+                reason="template",
             )
 
     def _provider(self, spec: SwarmSpec, seat: str) -> ProviderCredential | None:

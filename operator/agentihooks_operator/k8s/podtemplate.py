@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import worker_pod as wp
 from ..swarm import PodTemplate
+from . import podpolicy as pp
 
 #: The CRD's schema marker value of ``spec.podTemplate`` (see :data:`~..swarm.SCHEMA_MARK`).
 MARK = "podTemplate"
@@ -75,9 +76,78 @@ def _meta_map(kind: str) -> dict[str, Any]:
             {
                 "rule": f"self.all(k, !k.startsWith('{wp.DOMAIN}/'))",
                 "message": f"{kind} under {wp.DOMAIN}/ are set by the operator; use another prefix",
-            }
+            },
+            *(
+                [
+                    {
+                        "rule": f"!('{pp.COMPONENT_LABEL}' in self) || "
+                        f"!(self['{pp.COMPONENT_LABEL}'] in {_quoted(pp.RESERVED_COMPONENTS)})",
+                        "message": f"labels[{pp.COMPONENT_LABEL}]: the values "
+                        f"{', '.join(pp.RESERVED_COMPONENTS)} mark the operator's and Redis's own Pods",
+                    }
+                ]
+                if kind == "labels"
+                else []
+            ),
         ],
     }
+
+
+def _rule(rule: str, message: str) -> dict[str, str]:
+    return {"rule": rule, "message": message}
+
+
+def _escalation_rules(k8s: dict[str, Any], container: dict[str, Any]) -> None:
+    """The static half of :mod:`.podpolicy`'s rule as CEL: volume kinds, projected tokens, privileges.
+    (The ServiceAccount and Secret rules depend on the cluster's settings and Secrets: the operator's.)"""
+    item = k8s["pod"]["volumes"]["items"]
+    refused = [k for k in sorted(item["properties"]) if k != "name" and k not in pp.VOLUME_KINDS]
+    item.setdefault("x-kubernetes-validations", []).append(
+        _rule(
+            " && ".join(f"!has(self.{k})" for k in refused),
+            f"podTemplate.spec.volumes: only {', '.join(pp.VOLUME_KINDS)} volumes are allowed in a Swarm",
+        )
+    )
+    sources = item["properties"]["projected"]["properties"]["sources"]
+    sources["maxItems"] = 16
+    source = sources["items"]
+    odd = [k for k in sorted(source.get("properties", {})) if k not in pp.PROJECTED_SOURCES]
+    source.setdefault("x-kubernetes-validations", []).append(
+        _rule(
+            " && ".join(f"!has(self.{k})" for k in odd) or "true",
+            "podTemplate.spec.volumes.projected.sources: only configMap, secret and downwardAPI sources "
+            "(a worker Pod carries no Kubernetes credential)",
+        )
+    )
+    for where, sc in (
+        ("podTemplate.spec.securityContext", k8s["pod"]["securityContext"]),
+        ("podTemplate.spec.container.securityContext", container["properties"]["securityContext"]),
+    ):
+        rules = [
+            _rule("!has(self.runAsUser) || self.runAsUser != 0", f"{where}.runAsUser: never root (0)"),
+            _rule("!has(self.runAsNonRoot) || self.runAsNonRoot", f"{where}.runAsNonRoot: may not be false"),
+            _rule(
+                "!has(self.seccompProfile) || !has(self.seccompProfile.type) || "
+                "self.seccompProfile.type != 'Unconfined'",
+                f"{where}.seccompProfile: a worker is never unconfined",
+            ),
+        ]
+        if "privileged" in sc["properties"]:
+            sc["properties"]["capabilities"]["properties"]["add"]["maxItems"] = 64
+            add = _quoted(list(pp.ADDABLE_CAPABILITIES))
+            rules += [
+                _rule("!has(self.privileged) || !self.privileged", f"{where}.privileged: never privileged"),
+                _rule(
+                    "!has(self.allowPrivilegeEscalation) || !self.allowPrivilegeEscalation",
+                    f"{where}.allowPrivilegeEscalation: a worker may not escalate privileges",
+                ),
+                _rule(
+                    f"!has(self.capabilities) || !has(self.capabilities.add) || "
+                    f"self.capabilities.add.all(c, c in {add})",
+                    f"{where}.capabilities.add: only {', '.join(pp.ADDABLE_CAPABILITIES)} may be added",
+                ),
+            ]
+        sc.setdefault("x-kubernetes-validations", []).extend(rules)
 
 
 def template_schema() -> dict[str, Any]:
@@ -128,6 +198,7 @@ def template_schema() -> dict[str, Any]:
             "message": f"the volume names {', '.join(wp.OWNED_VOLUMES)} are the operator's; rename yours",
         }
     ]
+    _escalation_rules(k8s, container)
     spec: dict[str, Any] = {
         "type": "object",
         "description": "Fields of the worker Pod's spec, as in a Pod, and the worker `container`.",
@@ -148,7 +219,14 @@ def template_schema() -> dict[str, Any]:
                 }
             ),
         },
-        "x-kubernetes-validations": _forbid(wp.OWNED_POD, "podTemplate.spec"),
+        "x-kubernetes-validations": [
+            *_forbid(wp.OWNED_POD, "podTemplate.spec"),
+            {
+                "rule": "!has(self.automountServiceAccountToken) || !self.automountServiceAccountToken",
+                "message": "podTemplate.spec.automountServiceAccountToken: a worker Pod never mounts a "
+                "ServiceAccount token",
+            },
+        ],
     }
     metadata: dict[str, Any] = {
         "type": "object",

@@ -149,7 +149,8 @@ async def test_a_templated_worker_pod_is_admitted_under_restricted_and_keeps_the
     await _credential_secret(
         cluster, {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": BASE_URL, "unrelated": "x"}
     )
-    async with running_operator(cluster, redis_url):
+    # The cluster operator lets worker Pods run as agent-runner (chart: workerPods.serviceAccounts).
+    async with running_operator(cluster, redis_url, worker_service_accounts="agent-runner"):
         await cluster.create_swarm("tmpl", _with(podTemplate=TEMPLATE))
         pod = await running_seat(cluster, kubelet, "tmpl")  # created, so admitted under restricted
         execution = eid(pod)
@@ -326,17 +327,16 @@ async def test_a_template_that_breaks_restricted_is_refused_by_admission_and_sho
     # Pod Security's refusal is a 403 in the audit log, though not an RBAC one: expected here.
     cluster.expected_denials = {("create", "", "pods")}  # type: ignore[attr-defined]
     await _credential_secret(cluster, {"ANTHROPIC_API_KEY": KEY})
-    privileged = {"spec": {"container": {"securityContext": {"allowPrivilegeEscalation": True}}}}
+    # (An escalation the CRD itself refuses, such as allowPrivilegeEscalation, never gets this far:
+    # test_escalation_probe.py.) Dropping no capability breaks restricted too; only admission says so.
+    privileged = {"spec": {"container": {"securityContext": {"capabilities": {"drop": []}}}}}
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("priv", _with(podTemplate=privileged))
         card = await eventually(
             lambda: _blocked_card(cluster, "priv", "violates PodSecurity"), what="card naming the refusal"
         )
         assert card["launch_blocked"].startswith("the API server refused the worker Pod:")
-        assert (
-            'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false'
-            in card["launch_blocked"]
-        )
+        assert 'violates PodSecurity "restricted:latest": unrestricted capabilities' in card["launch_blocked"]
         event = (await eventually(lambda: _events(cluster, "LaunchBlocked"), what="LaunchBlocked Event"))[0]
         assert event["type"] == "Warning" and "violates PodSecurity" in event["message"]
         assert await cluster.pods("priv") == []

@@ -19,6 +19,7 @@ import kubernetes_validate
 import pytest
 from agentihooks_operator import worker_pod as wp
 from agentihooks_operator.k8s import crd
+from agentihooks_operator.k8s.podpolicy import TemplatePolicy, refusals
 from agentihooks_operator.k8s.pods import (
     Execution,
     Owner,
@@ -189,10 +190,14 @@ def test_a_full_template_is_merged_under_the_operators_fields() -> None:
     kubernetes_validate.validate(pod, "1.35.0", strict=True)
 
 
-def test_a_template_can_ask_for_the_service_account_token_explicitly() -> None:
+def test_a_template_asking_for_the_service_account_token_is_refused_before_any_merge() -> None:
+    """The merge itself is mechanical; the launcher checks the template first (k8s/podpolicy.py)."""
     template = {"spec": {"serviceAccountName": "agent-runner", "automountServiceAccountToken": True}}
-    pod = build_pod_spec(_spec(template), OWNER, EX)
-    assert pod["spec"]["automountServiceAccountToken"] is True
+    found = refusals(template, TemplatePolicy(), "team-a", lambda _name: None)
+    assert [f.split(":")[0] for f in found] == [
+        "podTemplate.spec.automountServiceAccountToken",
+        "podTemplate.spec.serviceAccountName",
+    ]
 
 
 def test_a_template_mount_replaces_a_default_writable_mount() -> None:

@@ -1,0 +1,191 @@
+"""What a Swarm's Pod template may ask for: a Swarm author gains nothing a Pod author lacks.
+
+The operator creates worker Pods with its own rights, so a template it copied blindly would lend them
+to whoever may write a Swarm: the operator's ServiceAccount and its token, Secrets the author cannot
+read, the labels the chart's NetworkPolicies admit to Redis and the control API, a privileged or
+host-mounting container. The CRD refuses the static part of the rule at admission (CEL rules built
+from the same constants, :mod:`.podtemplate`); this module is the operator's own check, applied to
+every launch whatever admission let through (an object stored before a rule existed, a CRD applied by
+hand without its rules). Each refusal names the field and the rule, never a value it read.
+
+The rule:
+- ``serviceAccountName``: unset (the namespace's ``default`` account, no token mounted), or one of the
+  accounts the cluster operator allowed (``AGENTIHOOKS_WORKER_SERVICE_ACCOUNTS``); never the
+  operator's own (``AGENTIHOOKS_OPERATOR_SERVICE_ACCOUNT``), even when allowed by mistake.
+- ``automountServiceAccountToken`` is never true, and no projected ServiceAccount token.
+- Volumes only of the kinds in :data:`VOLUME_KINDS` (no hostPath, no network filesystems).
+- A Secret (volume, projected source, ``envFrom``, ``secretKeyRef``) only when its owner opted it in
+  with the label ``swarm.agentihooks.io/pod-template: allowed``, or the cluster operator listed it
+  (``AGENTIHOOKS_WORKER_SECRETS``). Creating Pods needs no right to read the Secrets they mount, which
+  is exactly what a Swarm-only author must not borrow.
+- No ``app.kubernetes.io/component`` label ``operator`` or ``redis`` (the chart's selectors).
+- No privileged container, privilege escalation, added capability but ``NET_BIND_SERVICE``, root
+  user, ``runAsNonRoot: false`` or unconfined seccomp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import worker_pod as wp
+
+#: Volume kinds a template may use; every other kind of the Kubernetes Volume is refused.
+VOLUME_KINDS = (
+    "emptyDir",
+    "configMap",
+    "secret",
+    "persistentVolumeClaim",
+    "projected",
+    "downwardAPI",
+    "ephemeral",
+)
+#: Projected sources a template may use (no ``serviceAccountToken``, no ``clusterTrustBundle``).
+PROJECTED_SOURCES = ("configMap", "secret", "downwardAPI")
+#: The label whose value marks the chart's operator and Redis Pods, and the values reserved.
+COMPONENT_LABEL = "app.kubernetes.io/component"
+RESERVED_COMPONENTS = ("operator", "redis")
+#: The label (and value) a Secret's owner puts on it so Swarm Pod templates may use it.
+SECRET_OPT_IN = (f"{wp.DOMAIN}/pod-template", "allowed")
+#: Capabilities a container may add (the only one Pod Security ``restricted`` allows).
+ADDABLE_CAPABILITIES = ("NET_BIND_SERVICE",)
+
+
+@dataclass(frozen=True)
+class TemplatePolicy:
+    """The cluster operator's part of the rule (chart values, operator settings)."""
+
+    service_accounts: frozenset[str] = frozenset()
+    operator_account: tuple[str, str] | None = None  # (namespace, name)
+    secrets: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_settings(
+        cls, accounts: str, operator_account: str, secrets: str, own_namespace: str
+    ) -> TemplatePolicy:
+        """From comma-separated names; ``operator_account`` is ``name`` or ``namespace/name``."""
+        op: tuple[str, str] | None = None
+        if operator_account.strip():
+            ns, _, name = operator_account.strip().rpartition("/")
+            op = (ns or own_namespace, name)
+        return cls(
+            service_accounts=frozenset(a.strip() for a in accounts.split(",") if a.strip()),
+            operator_account=op,
+            secrets=frozenset(s.strip() for s in secrets.split(",") if s.strip()),
+        )
+
+
+def secret_refs(template: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(field path, Secret name)`` of every Secret the template's Pod would read."""
+    spec = template.get("spec") or {}
+    for v in spec.get("volumes") or []:
+        if (v.get("secret") or {}).get("secretName"):
+            yield f"podTemplate.spec.volumes[{v.get('name')}].secret", v["secret"]["secretName"]
+        for i, src in enumerate((v.get("projected") or {}).get("sources") or []):
+            if (src.get("secret") or {}).get("name"):
+                yield (
+                    f"podTemplate.spec.volumes[{v.get('name')}].projected.sources[{i}].secret",
+                    src["secret"]["name"],
+                )
+    c = spec.get("container") or {}
+    for i, src in enumerate(c.get("envFrom") or []):
+        if (src.get("secretRef") or {}).get("name"):
+            yield f"podTemplate.spec.container.envFrom[{i}].secretRef", src["secretRef"]["name"]
+    for e in c.get("env") or []:
+        ref = (e.get("valueFrom") or {}).get("secretKeyRef") or {}
+        if ref.get("name"):
+            yield f"podTemplate.spec.container.env[{e.get('name')}].valueFrom.secretKeyRef", ref["name"]
+
+
+def refusals(
+    template: Mapping[str, Any] | None,
+    policy: TemplatePolicy,
+    namespace: str,
+    secret_labels: Callable[[str], Mapping[str, str] | None],
+) -> list[str]:
+    """Every way ``template`` (``podTemplate`` as stored) breaks the rule, as ``field: rule`` texts.
+
+    ``secret_labels(name)`` gives a Secret's labels in ``namespace`` (None: no such Secret).
+    """
+    if not template:
+        return []
+    out: list[str] = []
+    spec = template.get("spec") or {}
+    out += _account(spec, policy, namespace)
+    for i, v in enumerate(spec.get("volumes") or []):
+        kinds = [k for k in v if k != "name"]
+        bad = [k for k in kinds if k not in VOLUME_KINDS]
+        if bad:
+            out.append(
+                f"podTemplate.spec.volumes[{v.get('name', i)}]: a {bad[0]} volume is not allowed "
+                f"in a Swarm (allowed: {', '.join(VOLUME_KINDS)})"
+            )
+        for j, src in enumerate((v.get("projected") or {}).get("sources") or []):
+            odd = [k for k in src if k not in PROJECTED_SOURCES]
+            if odd:
+                out.append(
+                    f"podTemplate.spec.volumes[{v.get('name', i)}].projected.sources[{j}]: a {odd[0]} "
+                    "source is not allowed in a Swarm (worker Pods carry no Kubernetes credential)"
+                )
+    for path, name in secret_refs(template):
+        if name in policy.secrets:
+            continue
+        labels = secret_labels(name)
+        key, value = SECRET_OPT_IN
+        if labels is None or labels.get(key) != value:
+            out.append(
+                f"{path}: Secret {name!r} may be used by a Swarm only when it carries the label "
+                f"{key}={value} (or the cluster operator lists it in AGENTIHOOKS_WORKER_SECRETS)"
+            )
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if labels.get(COMPONENT_LABEL) in RESERVED_COMPONENTS:
+        out.append(
+            f"podTemplate.metadata.labels[{COMPONENT_LABEL}]: the values "
+            f"{', '.join(RESERVED_COMPONENTS)} mark the operator's and Redis's own Pods"
+        )
+    out += security_refusals("podTemplate.spec.securityContext", spec.get("securityContext") or {})
+    out += security_refusals(
+        "podTemplate.spec.container.securityContext",
+        (spec.get("container") or {}).get("securityContext") or {},
+        container=True,
+    )
+    return out
+
+
+def _account(spec: Mapping[str, Any], policy: TemplatePolicy, namespace: str) -> list[str]:
+    out = []
+    if spec.get("automountServiceAccountToken") is True:
+        out.append(
+            "podTemplate.spec.automountServiceAccountToken: a worker Pod never mounts a ServiceAccount token"
+        )
+    account = spec.get("serviceAccountName")
+    if account:
+        if policy.operator_account == (namespace, account):
+            out.append("podTemplate.spec.serviceAccountName: the operator's own ServiceAccount is never lent")
+        elif account not in policy.service_accounts:
+            allowed = ", ".join(sorted(policy.service_accounts)) or "none"
+            out.append(
+                f"podTemplate.spec.serviceAccountName: {account!r} is not among the accounts the cluster "
+                f"operator allows for worker Pods (AGENTIHOOKS_WORKER_SERVICE_ACCOUNTS: {allowed})"
+            )
+    return out
+
+
+def security_refusals(path: str, sc: Mapping[str, Any], *, container: bool = False) -> list[str]:
+    """What in a Pod or container ``securityContext`` grants more than Pod Security ``restricted``."""
+    out = []
+    if container and sc.get("privileged") is True:
+        out.append(f"{path}.privileged: a worker container is never privileged")
+    if container and sc.get("allowPrivilegeEscalation") is True:
+        out.append(f"{path}.allowPrivilegeEscalation: a worker container may not escalate privileges")
+    added = [c for c in (sc.get("capabilities") or {}).get("add") or [] if c not in ADDABLE_CAPABILITIES]
+    if container and added:
+        out.append(f"{path}.capabilities.add: only {', '.join(ADDABLE_CAPABILITIES)} may be added")
+    if sc.get("runAsUser") == 0:
+        out.append(f"{path}.runAsUser: a worker never runs as root (0)")
+    if sc.get("runAsNonRoot") is False:
+        out.append(f"{path}.runAsNonRoot: may not be false")
+    if (sc.get("seccompProfile") or {}).get("type") == "Unconfined":
+        out.append(f"{path}.seccompProfile: a worker is never unconfined")
+    return out

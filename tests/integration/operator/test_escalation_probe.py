@@ -1,0 +1,232 @@
+"""The escalation probe on the real control plane: a Swarm author gains nothing a Pod author lacks.
+
+An account that may write Swarms, but may not create Pods nor read Secrets, tries every trick of a
+Pod template that would borrow the operator's rights: the operator's ServiceAccount, a mounted token,
+Secrets it cannot read (volume, projected, ``envFrom``, ``secretKeyRef``), the labels the chart's
+NetworkPolicies admit to Redis, a privileged or host-mounting container. Each is refused: at
+admission by the CRD's CEL rules where the rule is static (422, the message naming the field, no
+Swarm stored), otherwise by the operator before it creates anything (the seat's card and a
+``LaunchBlocked`` Event name the field and the rule; no Pod, Secret or ConfigMap is created). A
+Secret its owner opted in with ``swarm.agentihooks.io/pod-template: allowed`` is usable, once.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import httpx
+import pytest
+from testsupport.kube import eventually, running_operator
+from testsupport.node import RealKubelet as Kubelet
+from testsupport.realcluster import RealCluster as Cluster
+from testsupport.realcluster import service_account_token
+
+from .conftest import swarm_spec
+from .flows import running_seat
+
+SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
+AUTHOR = "swarm-author"
+
+
+def _spec(template: dict[str, Any]) -> dict[str, Any]:
+    spec = swarm_spec()
+    spec["podTemplate"] = template
+    return spec
+
+
+async def _admin(cluster: Cluster, path: str, body: dict[str, Any]) -> None:
+    r = await cluster.http.post(path, json=body)
+    assert r.status_code in (200, 201, 409), r.text
+
+
+@pytest.fixture
+async def author(cluster: Cluster) -> Any:
+    """An httpx client logged in as an account that may write Swarms and nothing else."""
+    ns = cluster.namespace
+    await _admin(
+        cluster,
+        f"/api/v1/namespaces/{ns}/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": AUTHOR}},
+    )
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/{kind}"
+    await _admin(
+        cluster,
+        rbac.format(ns=ns, kind="roles"),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": AUTHOR},
+            "rules": [
+                {
+                    "apiGroups": ["agentihooks.io"],
+                    "resources": ["swarms"],
+                    "verbs": ["create", "get", "list", "patch", "update", "delete"],
+                }
+            ],
+        },
+    )
+    await _admin(
+        cluster,
+        rbac.format(ns=ns, kind="rolebindings"),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": AUTHOR},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUTHOR},
+            "subjects": [{"kind": "ServiceAccount", "name": AUTHOR, "namespace": ns}],
+        },
+    )
+    for name, labels in (("redis-auth", {}), ("team-ca", {"swarm.agentihooks.io/pod-template": "allowed"})):
+        await _admin(
+            cluster,
+            f"/api/v1/namespaces/{ns}/secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "labels": labels},
+                "stringData": {"password": "hunter2-not-for-swarm-authors"},
+            },
+        )
+    token = service_account_token(cluster.plane, ns, AUTHOR)
+    async with httpx.AsyncClient(
+        base_url=cluster.url,
+        verify=ssl.create_default_context(cafile=str(cluster.plane.ca.cert)),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    ) as http:
+        # What the account is: no Pods, no Secrets.
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}
+        assert (await http.post(f"/api/v1/namespaces/{ns}/pods", json=pod)).status_code == 403
+        assert (await http.get(f"/api/v1/namespaces/{ns}/secrets/redis-auth")).status_code == 403
+        yield http
+
+
+STATIC = [
+    ({"spec": {"automountServiceAccountToken": True}}, "automountServiceAccountToken"),
+    ({"spec": {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}}, "podTemplate.spec.volumes: only"),
+    (
+        {
+            "spec": {
+                "volumes": [
+                    {"name": "tok", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}
+                ]
+            }
+        },
+        "projected.sources: only configMap, secret and downwardAPI",
+    ),
+    ({"spec": {"container": {"securityContext": {"privileged": True}}}}, "never privileged"),
+    ({"spec": {"container": {"securityContext": {"allowPrivilegeEscalation": True}}}}, "may not escalate"),
+    (
+        {"spec": {"container": {"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}}},
+        "capabilities.add",
+    ),
+    ({"spec": {"securityContext": {"runAsUser": 0}}}, "runAsUser: never root"),
+    ({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}, "never unconfined"),
+    ({"metadata": {"labels": {"app.kubernetes.io/component": "operator"}}}, "app.kubernetes.io/component"),
+    ({"metadata": {"labels": {"app.kubernetes.io/component": "redis"}}}, "app.kubernetes.io/component"),
+]
+
+
+@pytest.mark.parametrize(("template", "message"), STATIC, ids=[m for _, m in STATIC])
+async def test_admission_refuses_each_static_trick(
+    cluster: Cluster, author: httpx.AsyncClient, template: dict[str, Any], message: str
+) -> None:
+    body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": "probe"}}
+    r = await author.post(SWARMS.format(ns=cluster.namespace), json={**body, "spec": _spec(template)})
+    assert r.status_code == 422, r.text
+    assert message in r.json()["message"]
+    assert await cluster.get(SWARMS.format(ns=cluster.namespace) + "/probe") is None
+
+
+def _operator_account(cluster: Cluster) -> str:
+    return str(next(d for d in cluster.rbac if d["kind"] == "ServiceAccount")["metadata"]["name"])
+
+
+async def _blocked(cluster: Cluster, swarm: str, text: str) -> dict[str, Any] | None:
+    for card in ((await cluster.swarm(swarm)).get("status") or {}).get("handoffs") or []:
+        if card.get("binding") == "launch blocked" and text in (card.get("launch_blocked") or ""):
+            return dict(card)
+    return None
+
+
+def _tricks(operator_account: str) -> list[tuple[str, dict[str, Any], str]]:
+    c = "podTemplate.spec.container"
+    return [
+        ("op-sa", {"spec": {"serviceAccountName": operator_account}}, "the operator's own ServiceAccount"),
+        ("other-sa", {"spec": {"serviceAccountName": "default"}}, "'default' is not among the accounts"),
+        (
+            "vol",
+            {"spec": {"volumes": [{"name": "r", "secret": {"secretName": "redis-auth"}}]}},
+            "podTemplate.spec.volumes[r].secret: Secret 'redis-auth' may be used by a Swarm only",
+        ),
+        (
+            "proj",
+            {
+                "spec": {
+                    "volumes": [{"name": "p", "projected": {"sources": [{"secret": {"name": "redis-auth"}}]}}]
+                }
+            },
+            "projected.sources[0].secret: Secret 'redis-auth'",
+        ),
+        (
+            "envfrom",
+            {"spec": {"container": {"envFrom": [{"secretRef": {"name": "redis-auth"}}]}}},
+            f"{c}.envFrom[0].secretRef: Secret 'redis-auth'",
+        ),
+        (
+            "keyref",
+            {
+                "spec": {
+                    "container": {
+                        "env": [
+                            {
+                                "name": "P",
+                                "valueFrom": {"secretKeyRef": {"name": "redis-auth", "key": "password"}},
+                            }
+                        ]
+                    }
+                }
+            },
+            f"{c}.env[P].valueFrom.secretKeyRef: Secret 'redis-auth'",
+        ),
+    ]
+
+
+async def test_the_operator_refuses_what_admission_cannot_know_and_creates_nothing(
+    cluster: Cluster, author: httpx.AsyncClient, redis_url: str
+) -> None:
+    ns = cluster.namespace
+    account = _operator_account(cluster)
+    tricks = _tricks(account)
+    settings = {"operator_service_account": account, "operator_namespace": ns}
+    async with running_operator(cluster, redis_url, **settings):
+        for name, template, _ in tricks:
+            body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": name}}
+            r = await author.post(SWARMS.format(ns=ns), json={**body, "spec": _spec(template)})
+            assert r.status_code == 201, r.text  # admission cannot know the cluster's accounts or Secrets
+        for name, _, text in tricks:
+            card = await eventually(lambda n=name, t=text: _blocked(cluster, n, t), what=f"{name}: card")
+            assert card["launch_blocked"].startswith("the Swarm's Pod template is refused: ")
+            assert "hunter2" not in str(card)
+        events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
+        for name, _, text in tricks:
+            assert any(e["involvedObject"]["name"] == name and text in e["message"] for e in events), name
+        assert not any("hunter2" in str(e) for e in events)
+    for verb_resource in ("pods", "secrets", "configmaps"):
+        assert cluster.count("create", verb_resource) == 0, verb_resource
+    assert await cluster.pods() == []
+
+
+async def test_a_secret_its_owner_opted_in_is_usable(
+    cluster: Cluster, author: httpx.AsyncClient, kubelet: Kubelet, redis_url: str
+) -> None:
+    template = {"spec": {"volumes": [{"name": "ca", "secret": {"secretName": "team-ca"}}]}}
+    body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": "opted"}}
+    async with running_operator(cluster, redis_url):
+        r = await author.post(SWARMS.format(ns=cluster.namespace), json={**body, "spec": _spec(template)})
+        assert r.status_code == 201, r.text
+        pod = await running_seat(cluster, kubelet, "opted")
+        (ca,) = [v for v in pod["spec"]["volumes"] if v["name"] == "ca"]
+        assert ca["secret"]["secretName"] == "team-ca"
+    assert cluster.count("create", "pods") == 1
