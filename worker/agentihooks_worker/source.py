@@ -16,12 +16,12 @@ import shutil
 import subprocess
 import tarfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from agentihooks_checkpoint.archive import ArchiveRefused
 from agentihooks_checkpoint.model import CheckpointRecord, Role
 from agentihooks_checkpoint.reasons import SOURCE_PREFIX
-from agentihooks_checkpoint.verdict import StagedCheckpoint
+from agentihooks_checkpoint.verdict import StagedArtifact, StagedCheckpoint
 
 from .errors import Refused
 from .native import extract_files, place_files
@@ -120,6 +120,24 @@ def _take_bundle(worktree: Path, bundle: Path, branch: str, head: str, *, cloned
         _git(worktree, "update-ref", "-d", RESTORE_REF, what="cleaning up the restore ref failed")
 
 
+def _refuse_git_members(untracked: StagedArtifact | None) -> None:
+    """The untracked files may not reach into a repository's ``.git/`` (any folder of that name, in any
+    case): hooks or config written there would run with the worker's own later git calls. The
+    committed source arrives through git itself (the bundle), never as files."""
+    if untracked is None:
+        return
+    try:
+        if untracked.members is not None:
+            names = list(untracked.members)
+        else:
+            with tarfile.open(untracked.path, "r:") as tar:
+                names = tar.getnames()
+    except (tarfile.TarError, OSError) as e:
+        raise SourceRefused("the untracked files could not be read") from e
+    if any(part.lower() == ".git" for name in names for part in PurePosixPath(name).parts):
+        raise SourceRefused("the untracked files reach into a repository's .git folder")
+
+
 def apply_source(
     record: CheckpointRecord,
     staged: StagedCheckpoint,
@@ -128,6 +146,7 @@ def apply_source(
     before_write: Callable[[], None] | None = None,
 ) -> None:
     """Make ``worktree`` hold the captured branch at its head plus the uncommitted changes."""
+    _refuse_git_members(staged.get(Role.UNTRACKED.value))  # before anything is written
     bundle = staged.get(Role.GIT_BUNDLE.value)
     origin = check_worktree(worktree, remote, bundle.path if bundle else None)
     if before_write is not None:

@@ -80,3 +80,41 @@ def test_a_bundle_whose_tip_is_not_the_head_is_refused(tmp_path: Path) -> None:
     wt.mkdir()
     with pytest.raises(SourceRefused, match="branch tip is not the checkpoint's head"):
         apply_source(wrong, stage, wt, str(b.worktree))
+
+
+@pytest.mark.parametrize(
+    "member", [".git/hooks/post-checkout", ".git/config", "vendor/lib/.git/hooks/pre-commit", ".GIT/config"]
+)
+@pytest.mark.parametrize("unpacked", [True, False], ids=["unpacked", "tar"])
+def test_untracked_files_under_a_git_folder_are_refused_before_anything_is_written(
+    tmp_path: Path, member: str, unpacked: bool
+) -> None:
+    import io
+    import tarfile
+
+    from agentihooks_checkpoint.verdict import StagedArtifact, StagedCheckpoint
+
+    b, record, stage = staged(tmp_path)
+    hook = b"#!/bin/sh\necho owned > /tmp/owned\n"
+    untracked = stage.get("untracked")
+    assert untracked is not None and untracked.members is not None
+    if unpacked:
+        planted = tmp_path / "planted"
+        planted.write_bytes(hook)
+        members = {**untracked.members, member: planted}
+        hostile = StagedArtifact("untracked", untracked.path, untracked.size, untracked.digest, members)
+    else:
+        tar_path = tmp_path / "untracked.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            info = tarfile.TarInfo(member)
+            info.size = len(hook)
+            tar.addfile(info, io.BytesIO(hook))
+        hostile = StagedArtifact("untracked", tar_path, tar_path.stat().st_size, untracked.digest)
+    stage = StagedCheckpoint(stage.directory, {**stage.artifacts, "untracked": hostile})
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    with pytest.raises(
+        SourceRefused, match=r"^source: the untracked files reach into a repository's .git folder$"
+    ):
+        apply_source(record, stage, wt, str(b.worktree))
+    assert list(wt.iterdir()) == []  # nothing cloned, nothing written
