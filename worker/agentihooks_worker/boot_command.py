@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from .boot import Boot
 from .errors import EXIT_REFUSED
+from .hardening import keep_children_out
 from .report import emit, event_line
 from .settings import WorkerSettings
 
@@ -26,6 +27,7 @@ def boot_command(
 ) -> None:
     """Verify and restore this attempt's checkpoint, then run the harness under the supervisor."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    keep_children_out()  # before the credential is read: the harness may not read it from us
     try:
         settings = WorkerSettings()
     except ValidationError as e:
