@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .auth import sha256_hex
 from .limits import ServerLimits
+from .quotas import Quotas
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -45,6 +46,12 @@ class ApiConfig(BaseSettings):
     control_max_line_size: int = Field(default=8190, ge=1024, le=65536)
     control_max_field_size: int = Field(default=8190, ge=1024, le=65536)
     control_max_headers: int = Field(default=128, ge=8, le=1024)
+    #: Event streams (``events?follow=true``) one credential may hold open at once; 429 past it.
+    control_streams_per_credential: int = Field(default=4, ge=1, le=1024)
+    #: Checkpoint uploads one credential may have in flight at once; 429 past it.
+    control_uploads_per_credential: int = Field(default=4, ge=1, le=1024)
+    #: Bytes all uploads in flight may spool at once (the spool folder's budget); 507 past it.
+    control_spool_bytes: int = Field(default=1024**3, ge=1)
 
     #: Where the other replicas reach this replica's API (``http://POD_IP:PORT``; the chart sets it
     #: from the Pod's IP). Set: this replica advertises it in Redis, and a replica without a swarm's
@@ -84,6 +91,13 @@ class ApiConfig(BaseSettings):
         if v is not None and not _HEX64.fullmatch(v.strip().lower()):
             raise ValueError("AGENTIHOOKS_OPERATOR_TOKEN_SHA256 must be 64 hex digits")
         return v.strip().lower() if v else None
+
+    def quotas(self) -> Quotas:
+        return Quotas(
+            streams=self.control_streams_per_credential,
+            uploads=self.control_uploads_per_credential,
+            spool_bytes=self.control_spool_bytes,
+        )
 
     def limits(self) -> ServerLimits:
         """The listener's timeouts and caps (:class:`.server.ServerLimits`)."""

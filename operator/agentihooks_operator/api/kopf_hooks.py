@@ -114,6 +114,7 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         store=store,
         object_cap=config.checkpoint_object_cap,
         events_poll_seconds=config.events_poll_seconds,
+        quotas=config.quotas(),
         kopf_ready=lambda: not memo.get(STOPPING, False),
         key_prefix=operator.swarm_key_prefix,
         metrics=instruments.of(memo),

@@ -28,7 +28,7 @@ from aiohttp import web
 
 from ..recovery.keys import SwarmKeys
 from ..recovery.records import AttemptRecord
-from .common import BODY_TIMEOUT, answer, blocking, body_timeout, state_of, worker_of
+from .common import BODY_TIMEOUT, answer, blocking, body_timeout, state_of, token_digest, worker_of
 from .errors import HttpProblem, bad_request, forbidden, not_found
 from .schemas import KeysAnswer, SizeAnswer, WrittenAnswer
 from .store_rules import Named, StoreKey, check_scope_params, named_checkpoint, own_scope, parse_key, readable
@@ -177,6 +177,7 @@ async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
     """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed)."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
+    quotas = state_of(request).quotas
     fd, name = tempfile.mkstemp(prefix="agentihooks-upload-", dir=state_of(request).spool_dir)
     path = Path(name)
     sha = hashlib.sha256()
@@ -184,13 +185,15 @@ async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
     try:
         with os.fdopen(fd, "wb") as out:
             while chunk := await _next_chunk(request):
-                size += len(chunk)
-                if size > cap:
+                if size + len(chunk) > cap:
                     raise _too_large(cap)
+                quotas.spool(len(chunk))  # 507 when the shared spool is full
+                size += len(chunk)
                 sha.update(chunk)
                 await blocking(out.write, chunk)
     except BaseException:
         os.unlink(path)
+        quotas.unspool(size)
         raise
     return path, sha.hexdigest(), size
 
@@ -254,19 +257,35 @@ async def write_object(request: web.Request) -> web.Response:
     if (key.kind == "pointer") != once:
         raise bad_request("commit pointers are written once (mode=once); nothing else is", "invalid_mode")
     cap = {"object": state_of(request).object_cap, "manifest": RECORD_SIZE_CAP, "pointer": POINTER_SIZE_CAP}
-    path, hexdigest, size = await _spool(request, cap[key.kind])
-    try:
-        if key.kind == "object":
-            if hexdigest != key.name:
-                raise bad_request("the uploaded bytes do not hash to the object's key", "digest_mismatch")
-            await blocking(store.write_file, scope, key.key, path)
-            await blocking(
-                _remember, state_of(request).redis, uploads_key(request, scope, record.execution_id), key.name
-            )
-        else:
-            data = await blocking(path.read_bytes)
-            writer = _write_manifest if key.kind == "manifest" else _write_pointer
-            await blocking(writer, store, scope, record, key, data)
-    finally:
-        path.unlink(missing_ok=True)
+    quotas = state_of(request).quotas
+    with quotas.hold("uploads", token_digest(request)):  # 429 at once past this credential's share
+        path, hexdigest, size = await _spool(request, cap[key.kind])
+        try:
+            await _keep(request, store, scope, record, key=key, path=path, hexdigest=hexdigest)
+        finally:
+            path.unlink(missing_ok=True)
+            quotas.unspool(size)
     return answer(WrittenAnswer(key=key.key, size=size), 201)
+
+
+async def _keep(
+    request: web.Request,
+    store: CheckpointStore,
+    scope: StoreScope,
+    record: AttemptRecord,
+    *,
+    key: StoreKey,
+    path: Path,
+    hexdigest: str,
+) -> None:
+    if key.kind == "object":
+        if hexdigest != key.name:
+            raise bad_request("the uploaded bytes do not hash to the object's key", "digest_mismatch")
+        await blocking(store.write_file, scope, key.key, path)
+        await blocking(
+            _remember, state_of(request).redis, uploads_key(request, scope, record.execution_id), key.name
+        )
+    else:
+        data = await blocking(path.read_bytes)
+        writer = _write_manifest if key.kind == "manifest" else _write_pointer
+        await blocking(writer, store, scope, record, key, data)

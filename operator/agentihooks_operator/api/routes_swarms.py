@@ -143,13 +143,31 @@ def _newer(a: str, b: str) -> bool:
 async def events(request: web.Request) -> web.StreamResponse:
     state = state_of(request)
     entry = state.entry(request.match_info["swarm"])
-    operator_or_master(request, entry)
+    caller = operator_or_master(request, entry)
     q = request.query
     count = _int(q.get("count"), 100, "count", 1, 1000)
     follow = q.get("follow") == "true"  # checked against the document first: true or false
-    got = await blocking(entry.recovery.events, count)
     if not follow:
+        got = await blocking(entry.recovery.events, count)
         return answer({"swarm": entry.name, "events": [e.model_dump(mode="json") for e in got]})
+    digest = token_digest(request)
+    with state.quotas.hold("streams", digest):  # 429 at once past this credential's share
+        got = await blocking(entry.recovery.events, count)
+        return await _stream(request, state, entry.name, got, kind=caller.kind, digest=digest)
+
+
+def _still_valid(state: ApiState, swarm: str, kind: str, digest: str) -> bool:
+    """Whether the credential that opened a stream still grants it (a rotated or revoked master's
+    credential, or a swarm no longer served, ends the stream)."""
+    if kind == "operator":
+        return is_operator(digest, state.operator_hash)
+    entry = state.registry.get(swarm)
+    return entry is not None and master_agent(digest, entry.masters) is not None
+
+
+async def _stream(
+    request: web.Request, state: ApiState, swarm: str, got: list[Any], *, kind: str, digest: str
+) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
     last = None
@@ -162,4 +180,10 @@ async def events(request: web.Request) -> web.StreamResponse:
         if last is None:
             await resp.write(b": waiting\n\n")
         await asyncio.sleep(state.events_poll_seconds)
+        if not _still_valid(state, swarm, kind, digest):
+            await resp.write(b'event: end\ndata: {"reason": "credential_revoked"}\n\n')
+            return resp
+        entry = state.registry.get(swarm)
+        if entry is None:
+            return resp
         batch = await blocking(entry.recovery.events, 1000)

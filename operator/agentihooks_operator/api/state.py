@@ -20,6 +20,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 from ..instruments import OperatorMetrics
 from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
 from .errors import unknown_swarm
+from .quotas import Quotas
 from .registry import SwarmEntry, SwarmRegistry
 
 
@@ -40,6 +41,8 @@ class ApiState:
     #: Where uploads are spooled (mode 0600) before they are stored; ``None``: the system temp folder.
     spool_dir: str | None = None
     events_poll_seconds: float = 1.0
+    #: Per-credential shares of event streams and uploads, and the shared upload spool (:mod:`.quotas`).
+    quotas: Quotas = field(default_factory=Quotas)
     #: Whether kopf has started and is not stopping.
     kopf_ready: Callable[[], bool] = _true
     #: The recovery core's Redis key root (finds workers of swarms not published yet).

@@ -73,6 +73,8 @@ async def kubelet_env(cluster: RealCluster, pod: dict[str, Any], container: dict
             env[var["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
         elif source.get("fieldRef", {}).get("fieldPath") == "metadata.name":
             env[var["name"]] = pod["metadata"]["name"]
+        elif source.get("fieldRef", {}).get("fieldPath") == "metadata.namespace":
+            env[var["name"]] = ns
         elif source.get("fieldRef", {}).get("fieldPath") == "status.podIP":
             # no scheduler, no Pod network: the operator runs on loopback, so that is its Pod IP
             env[var["name"]] = (pod.get("status") or {}).get("podIP") or "127.0.0.1"

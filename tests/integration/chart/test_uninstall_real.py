@@ -131,6 +131,8 @@ class StandInKubelet:
                 env[var["name"]] = base64.b64decode(secret["data"][ref["key"]]).decode()
             elif (source.get("fieldRef") or {}).get("fieldPath") == "metadata.name":
                 env[var["name"]] = pod["metadata"]["name"]
+            elif (source.get("fieldRef") or {}).get("fieldPath") == "metadata.namespace":
+                env[var["name"]] = pod["metadata"].get("namespace") or self.namespace
             elif (source.get("fieldRef") or {}).get("fieldPath") == "status.podIP":
                 env[var["name"]] = "127.0.0.1"  # every stand-in Pod runs on loopback
             else:

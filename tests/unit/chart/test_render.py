@@ -223,3 +223,17 @@ def test_package_holds_the_crd_and_leaves_out_the_ci_value_sets(helm: Helm, tmp_
     assert "agentihooks-recovery/crds/swarms.agentihooks.io.yaml" in names
     assert "agentihooks-recovery/values.schema.json" in names
     assert not [n for n in names if "/ci/" in n]
+
+
+def test_what_worker_pods_may_borrow_reaches_the_operator(helm: Helm) -> None:
+    """The operator's own account and namespace always; the allow-lists only when set."""
+    env = env_of(_operator(helm.render()))
+    assert env["AGENTIHOOKS_OPERATOR_SERVICE_ACCOUNT"]["value"] == "rel-agentihooks-recovery"
+    assert env["AGENTIHOOKS_OPERATOR_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert not {"AGENTIHOOKS_WORKER_SERVICE_ACCOUNTS", "AGENTIHOOKS_WORKER_SECRETS"} & set(env)
+    values = {"workerPods": {"serviceAccounts": ["agent-runner", "builder"], "secrets": ["team-ca"]}}
+    env = env_of(_operator(helm.render(values)))
+    assert env["AGENTIHOOKS_WORKER_SERVICE_ACCOUNTS"]["value"] == "agent-runner,builder"
+    assert env["AGENTIHOOKS_WORKER_SECRETS"]["value"] == "team-ca"
+    bad = helm.template({"workerPods": {"serviceAccounts": ["Not A Name"]}})
+    assert bad.returncode != 0 and "workerPods" in bad.stderr
