@@ -162,7 +162,7 @@ def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: An
         specs.pop(key, None)
         registry: SwarmRegistry | None = memo.get(REGISTRY)
         if registry is not None:
-            registry.withdraw(name)
+            registry.withdraw(name, namespace or "default")
         if (event or {}).get("type") == "DELETED":
             instruments.of(memo).forget_swarm(name)
     else:

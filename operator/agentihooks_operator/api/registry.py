@@ -4,6 +4,10 @@ The operator publishes each Swarm after every recovery pass; the API only reads
 the registry. Master credentials are read from the Secret each master names,
 hashed at once and kept as digests only; they are read again when the spec
 changes or after ``refresh_seconds`` so a rotated Secret takes effect.
+
+Entries are keyed by namespace and name (:class:`SwarmId`): two same-named
+Swarms in two namespaces are two entries. A lookup by name alone answers only
+when one namespace holds the name, and is refused naming them all otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..recovery import Recovery
+from ..recovery.identity import SwarmId, resolve
 from ..swarm import SwarmSpec
 from .auth import sha256_hex
 
@@ -43,13 +48,13 @@ class SwarmEntry:
 
 
 class SwarmRegistry:
-    """Thread-safe map of swarm name → :class:`SwarmEntry`."""
+    """Thread-safe map of swarm (namespace/name) → :class:`SwarmEntry`."""
 
     def __init__(self, secrets: SecretReader = no_secrets, *, refresh_seconds: float = 60.0) -> None:
         self._secrets = secrets
         self._refresh = refresh_seconds
         self._lock = threading.Lock()
-        self._entries: dict[str, SwarmEntry] = {}
+        self._entries: dict[SwarmId, SwarmEntry] = {}
 
     def _read_masters(self, spec: SwarmSpec, namespace: str) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
@@ -76,8 +81,9 @@ class SwarmRegistry:
     ) -> SwarmEntry:
         """Register or update a swarm (blocking: may read Secrets)."""
         now = time.monotonic()
+        key = SwarmId(namespace, name)
         with self._lock:
-            old = self._entries.get(name)
+            old = self._entries.get(key)
         fresh = (
             old is not None
             and old.spec == spec
@@ -98,17 +104,27 @@ class SwarmRegistry:
             passes=(old.passes if old else 0) + (1 if pass_seconds is not None else 0),
         )
         with self._lock:
-            self._entries[name] = entry
+            self._entries[key] = entry
         return entry
 
-    def withdraw(self, name: str) -> None:
+    def withdraw(self, name: str, namespace: str = "default") -> None:
         with self._lock:
-            self._entries.pop(name, None)
+            self._entries.pop(SwarmId(namespace, name), None)
 
-    def get(self, name: str) -> SwarmEntry | None:
+    def get(self, name: str, namespace: str | None = None) -> SwarmEntry | None:
+        """The entry of ``name`` (in ``namespace`` when given); ``None`` when there is none.
+
+        Without a namespace, a name held in several namespaces raises
+        :class:`~agentihooks_operator.recovery.RecoveryRefused` naming them (a 409 at the API).
+        """
         with self._lock:
-            return self._entries.get(name)
+            held = {k: e for k, e in self._entries.items() if k.name == name}
+        if namespace is not None:
+            return held.get(SwarmId(namespace, name)) if held else None
+        if not held:
+            return None
+        return held[resolve(name, held)]
 
     def entries(self) -> list[SwarmEntry]:
         with self._lock:
-            return sorted(self._entries.values(), key=lambda e: e.name)
+            return sorted(self._entries.values(), key=lambda e: (e.name, e.namespace))

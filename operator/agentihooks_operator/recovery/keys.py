@@ -7,6 +7,11 @@ slot and a Lua script may touch all of them atomically. On a single Redis the
 braces are just characters of the name. ``agentihooks admin migrate-keys``
 moves a swarm's keys written by the original (unbraced) to these names.
 
+A Swarm is really known by namespace and name (:mod:`.identity`). Built with a
+namespace, :class:`SwarmKeys` puts both in the hash tag,
+``<root>:swarm:{<namespace>/<name>}:<part>``, so same-named Swarms of two
+namespaces never share a key while each one's keys still share one slot.
+
 Part names keep the original's meaning. The original's ``executions`` part
 holds its own AgentRecord per execution; this package never writes a record of
 another shape there: its attempt records live in ``attempt-records``.
@@ -18,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidInput
+from .identity import SwarmId
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 _ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
@@ -79,22 +85,39 @@ class SwarmKeys:
 
     prefix: str
     swarm: str
+    #: The Swarm's namespace. ``None`` is the name-only layout every caller still uses today;
+    #: with a namespace the hash tag carries both parts (:attr:`SwarmId.hash_tag`).
+    namespace: str | None = None
 
     def __post_init__(self) -> None:
         if not _ROOT.fullmatch(self.prefix):
             raise InvalidInput(f"not a usable key prefix: {self.prefix!r}")
         if not _SLUG.fullmatch(self.swarm):
             raise InvalidInput(f"not a usable swarm name: {self.swarm!r}")
+        if self.namespace is not None:
+            SwarmId(self.namespace, self.swarm)  # refuses an unusable namespace, naming it
+
+    @classmethod
+    def of(cls, prefix: str, swarm: SwarmId) -> SwarmKeys:
+        """The namespaced keys of ``swarm`` (namespace and name in one hash tag)."""
+        return cls(prefix, swarm.name, swarm.namespace)
+
+    @property
+    def tag(self) -> str:
+        """The hash tag every key of this swarm carries: ``{<name>}`` or ``{<namespace>/<name>}``."""
+        if self.namespace is None:
+            return "{" + self.swarm + "}"
+        return SwarmId(self.namespace, self.swarm).hash_tag
 
     def part(self, name: str) -> str:
         """The full key of ``name`` (one of :data:`SCRIPT_PARTS`)."""
         if name not in SCRIPT_PARTS:
             raise InvalidInput(f"unknown key part: {name!r}")
-        return f"{self.prefix}:swarm:{{{self.swarm}}}:{name}"
+        return f"{self.prefix}:swarm:{self.tag}:{name}"
 
     def braced(self, name: str) -> str:
         """This package's key of any part name (hash-tagged swarm), known to the scripts or not."""
-        return f"{self.prefix}:swarm:{{{self.swarm}}}:{name}"
+        return f"{self.prefix}:swarm:{self.tag}:{name}"
 
     def unbraced(self, name: str) -> str:
         """The original's key of a part name: ``<root>:swarm:<slug>:<part>``, no hash tag."""
@@ -195,15 +218,15 @@ class SwarmKeys:
     @property
     def image_pull_since(self) -> str:
         """Hash: execution id → when the attempt first showed an image-pull failure (ms)."""
-        return f"{self.prefix}:swarm:{{{self.swarm}}}:image-pull-since"
+        return f"{self.prefix}:swarm:{self.tag}:image-pull-since"
 
     @property
     def retire_leftovers(self) -> str:
         """Set: retired attempts whose Secret and ConfigMap may still exist."""
-        return f"{self.prefix}:swarm:{{{self.swarm}}}:retire-leftovers"
+        return f"{self.prefix}:swarm:{self.tag}:retire-leftovers"
 
     def api_uploads(self, execution_id: str) -> str:
         """Set: object digests ``execution_id`` uploaded through the control API."""
         if not _SLUG.fullmatch(execution_id):
             raise InvalidInput(f"not a usable execution id: {execution_id!r}")
-        return f"{self.prefix}:swarm:{{{self.swarm}}}:api-uploads:{execution_id}"
+        return f"{self.prefix}:swarm:{self.tag}:api-uploads:{execution_id}"

@@ -172,3 +172,18 @@ def test_openapi_document_is_served_and_unknown_routes_answer_json(world: World)
     assert r.status_code == 404 and r.json()["error"] == "not_found"
     r = world.call("DELETE", "/v1/swarms/swarm-a/status")
     assert r.status_code == 405
+
+
+def test_a_name_held_in_two_namespaces_is_refused_naming_both_and_changes_nothing(world: World) -> None:
+    keys = world.recoveries["swarm-b"].keys
+    world.registry.publish(
+        "swarm-b", world.recoveries["swarm-b"], world.specs["swarm-b"], holder="ctl-a", namespace="team-b"
+    )
+    r = world.call("POST", "/v1/swarms/swarm-b/pause", world.tokens["operator"])
+    assert r.status_code == 409 and r.json()["error"] == "ambiguous_swarm", r.text
+    assert "default, team-b" in r.json()["message"]
+    assert not world.client.exists(keys.recovery_paused)
+    r = world.call("GET", "/v1/swarms/swarm-b/status", world.tokens["operator"])
+    assert r.status_code == 409 and r.json()["error"] == "ambiguous_swarm", r.text
+    world.registry.withdraw("swarm-b", "team-b")
+    assert world.call("GET", "/v1/swarms/swarm-b/status", world.tokens["operator"]).status_code == 200

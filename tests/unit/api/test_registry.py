@@ -39,3 +39,26 @@ def test_a_secret_that_cannot_be_read_disables_only_that_master() -> None:
     reg = SwarmRegistry(reader, refresh_seconds=0)
     entry = reg.publish("a", _Recovery(), swarm_with_masters({"m1": "ok", "m2": "broken"}), holder="h")  # type: ignore[arg-type]
     assert entry.masters == {"m1": sha256_hex("tok"), "m2": None}
+
+
+def test_same_named_swarms_of_two_namespaces_are_two_entries() -> None:
+    from agentihooks_operator.recovery import RecoveryRefused
+
+    reg = SwarmRegistry(Secrets({}))
+    spec = swarm_with_masters({})
+    a, b = _Recovery(), _Recovery()
+    reg.publish("eng", a, spec, holder="h", namespace="team-a")  # type: ignore[arg-type]
+    assert reg.get("eng") is not None and reg.get("eng").recovery is a  # type: ignore[union-attr]
+    reg.publish("eng", b, spec, holder="h", namespace="team-b")  # type: ignore[arg-type]
+    assert [(e.namespace, e.recovery) for e in reg.entries()] == [("team-a", a), ("team-b", b)]
+    assert reg.get("eng", "team-b").recovery is b  # type: ignore[union-attr]
+    assert reg.get("eng", "team-c") is None
+    try:
+        reg.get("eng")
+    except RecoveryRefused as e:
+        assert e.reason == "ambiguous_swarm" and "team-a, team-b" in e.message
+    else:
+        raise AssertionError("a name held in two namespaces was answered")
+    assert len(reg.entries()) == 2  # the refused lookup changed nothing
+    reg.withdraw("eng", "team-a")
+    assert reg.get("eng").recovery is b  # type: ignore[union-attr]
