@@ -24,21 +24,31 @@ swarm it has no rights on.
 
 from __future__ import annotations
 
+import logging
+
+import redis
 from aiohttp import web
 
+from .assertion import ASSERTIONS, HEADER, AssertionRefused
 from .auth import is_operator, master_agent, require_token, sha256_hex
 from .common import (
+    ASSERTED,
     CALLER_KIND,
+    FORWARDED_BY,
     WORKER_FOUND,
     WORKER_UNPUBLISHED,
     Handler,
     blocking,
+    read_capped,
+    route_name,
     state_of,
     valid_execution,
 )
 from .errors import FORBIDDEN_SCOPE, HttpProblem, forbidden
 from .routes import Auth, route_auth
 from .state import ApiState
+
+log = logging.getLogger("agentihooks.api")
 
 
 def unknown_credential() -> HttpProblem:
@@ -58,35 +68,72 @@ def _route_auth(request: web.Request) -> Auth:
     return route_auth().get(resource.canonical, "none")
 
 
-async def _own_worker(request: web.Request, state: ApiState, token: str) -> bool:
-    """The path's execution's own live credential (its swarm published here, or not yet)."""
+async def _own_worker(request: web.Request, state: ApiState, token: str | None, digest: str) -> bool:
+    """The path's execution's own live credential (its swarm published here, or not yet); ``token``
+    is ``None`` on a forwarded request, whose caller is known by ``digest`` alone."""
     execution = request.match_info.get("execution", "")
     if not valid_execution(execution):
         return False
     found = await blocking(state.find_execution, execution)
     if found is not None:
         entry, record = found
-        if await blocking(entry.recovery.check_worker_credential, execution, token):
+        ok = (
+            await blocking(entry.recovery.check_worker_credential, execution, token)
+            if token is not None
+            else await blocking(entry.recovery.check_worker_digest, execution, digest)
+        )
+        if ok:
             request[WORKER_FOUND] = (entry, record)
             return True
         return False
-    if await blocking(state.unpublished_worker, execution, token):
+    unpublished = (
+        await blocking(state.unpublished_worker, execution, token)
+        if token is not None
+        else await blocking(state.unpublished_worker_digest, execution, digest)
+    )
+    if unpublished:
         request[WORKER_UNPUBLISHED] = True  # decided once: the handler answers 503, the worker retries
         return True
     return False
 
 
-async def _known(request: web.Request, state: ApiState, token: str, digest: str, auth: Auth) -> str | None:
+async def _known(
+    request: web.Request, state: ApiState, token: str | None, digest: str, auth: Auth
+) -> str | None:
     """Which kind of caller ``token`` is, or ``None`` when this controller does not know it."""
     if is_operator(digest, state.operator_hash):
         return "operator"
     if any(master_agent(digest, entry.masters) is not None for entry in state.registry.entries()):
         return "master"
-    if auth == "worker" and await _own_worker(request, state, token):
+    if auth == "worker" and await _own_worker(request, state, token, digest):
         return "worker"
     if await blocking(state.known_worker, digest):
         return "worker"
     return None
+
+
+async def _asserted(request: web.Request) -> str:
+    """The caller's digest a forwarding replica vouches for; 401 (logged without content) otherwise."""
+    assertions = request.app.get(ASSERTIONS)
+    body = await read_capped(request)
+    try:
+        if assertions is None:
+            raise AssertionRefused("forwarding is off here")
+        digest = await blocking(
+            assertions.verify, request.headers[HEADER], request.method, request.raw_path, body
+        )
+    except AssertionRefused as e:
+        log.warning(
+            "control API: refused a forwarded %s %s: assertion %s",
+            request.method,
+            route_name(request),
+            e.reason,
+        )
+        raise unknown_credential() from e
+    except redis.RedisError as e:
+        raise HttpProblem(503, "not_leader", "the lease holder cannot check the forwarded request") from e
+    request[ASSERTED] = digest
+    return digest
 
 
 @web.middleware
@@ -95,8 +142,13 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if auth == "none":
         return await handler(request)
     state = state_of(request)
-    token = require_token(request.headers.get("Authorization"))
-    kind = await _known(request, state, token, sha256_hex(token), auth)
+    token: str | None
+    if FORWARDED_BY in request.headers and HEADER in request.headers:
+        token, digest = None, await _asserted(request)
+    else:
+        token = require_token(request.headers.get("Authorization"))
+        digest = sha256_hex(token)
+    kind = await _known(request, state, token, digest, auth)
     if kind is None:
         raise unknown_credential()
     request[CALLER_KIND] = kind

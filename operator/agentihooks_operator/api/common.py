@@ -33,6 +33,11 @@ WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", 
 #: The JSON body as the client sent it (set by :func:`read_capped`): a request this replica cannot
 #: serve without the swarm's lease is forwarded with these bytes (:mod:`.forward`).
 RAW_BODY: web.RequestKey[bytes] = web.RequestKey("raw_body", bytes)
+#: The caller's credential digest vouched for by another replica's assertion (:mod:`.assertion`):
+#: set on a forwarded request, which carries no bearer token.
+ASSERTED: web.RequestKey[str] = web.RequestKey("asserted_digest", str)
+#: The header a forwarding replica sets (its own id): a request carrying it is never forwarded again.
+FORWARDED_BY = "X-Agentihooks-Forwarded-By"
 #: The swarm the request concerns, once a route resolved it (the lease holder to forward to).
 REQUEST_SWARM: web.RequestKey[str] = web.RequestKey("request_swarm", str)
 #: Set when the answer is the lease holder's, to a request forwarded there (it logged it already).
@@ -107,6 +112,8 @@ def body_timeout(request: web.Request) -> HttpProblem:
 async def read_capped(request: web.Request, cap: int = JSON_CAP) -> bytes:
     """The whole body, refused with 413 as soon as it is longer than ``cap`` (nothing past it is read)
     and with 408 when it has not arrived within the body timeout."""
+    if RAW_BODY in request:  # read already (a forwarded request's assertion covers it)
+        return request[RAW_BODY]
     if request.content_length is not None and request.content_length > cap:
         raise _too_large()
     raw = bytearray()
@@ -193,7 +200,10 @@ def field_errors(model: type[BaseModel], error: ValidationError) -> list[str]:
 
 
 def token_digest(request: web.Request) -> str:
-    """sha256 hex of the bearer token (401 when missing or malformed); the token itself is dropped."""
+    """sha256 hex of the bearer token (401 when missing or malformed); the token itself is dropped.
+    On a forwarded request, the digest the forwarding replica's assertion vouches for."""
+    if (asserted := request.get(ASSERTED)) is not None:
+        return str(asserted)
     return sha256_hex(require_token(request.headers.get("Authorization")))
 
 
@@ -234,16 +244,16 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
     if request.get(WORKER_UNPUBLISHED):
         raise not_published()
     state = state_of(request)
-    token = require_token(request.headers.get("Authorization"))
+    digest = token_digest(request)
     if not valid_execution(execution_id):
         raise forbidden()
     found = await blocking(state.find_execution, execution_id)
     if found is None:
-        if await blocking(state.unpublished_worker, execution_id, token):
+        if await blocking(state.unpublished_worker_digest, execution_id, digest):
             raise not_published()
         raise forbidden()
     entry, record = found
-    if not await blocking(entry.recovery.check_worker_credential, execution_id, token):
+    if not await blocking(entry.recovery.check_worker_digest, execution_id, digest):
         raise forbidden()
     request[REQUEST_SWARM] = entry.name
     return entry, record

@@ -5,10 +5,12 @@ When a route raises ``LeaseLost`` (the recovery core's guard refused the write
 here: nothing changed), :func:`forward` reads the swarm's ``control-owner`` key
 for the holder's id, looks up the address it advertises (:mod:`.endpoints`),
 and sends the same request there once: the method, the path and query, the
-body bytes the client sent (kept by ``read_capped``), and the ``Authorization``,
-``Content-Type`` and ``Accept`` headers, plus ``X-Agentihooks-Forwarded-By``
-naming this replica. The holder checks the credential itself and its answer
-(status, body, ``Retry-After``) is returned as is.
+body bytes the client sent (kept by ``read_capped``), and the ``Content-Type``
+and ``Accept`` headers, plus ``X-Agentihooks-Forwarded-By`` naming this replica
+and an assertion (:mod:`.assertion`) that vouches for the caller this replica
+authenticated: the caller's credential never leaves this replica. The holder
+checks the assertion and the caller's rights itself, and its answer (status,
+body, ``Retry-After``) is returned as is.
 
 A request that already carries the marker is never forwarded again (no loops),
 and :func:`forward` returns ``None``, so the caller answers ``503 not_leader``
@@ -27,15 +29,26 @@ import redis
 from aiohttp import web
 
 from ..recovery.records import ControlOwner
-from .common import FORWARDED, RAW_BODY, REQUEST_SWARM, blocking, read_capped, route_name, state_of
+from .assertion import ASSERTIONS, HEADER, AssertionRefused, Assertions
+from .common import (
+    FORWARDED,
+    FORWARDED_BY,
+    RAW_BODY,
+    REQUEST_SWARM,
+    blocking,
+    read_capped,
+    route_name,
+    state_of,
+    token_digest,
+)
 from .endpoints import Endpoints
 from .errors import HttpProblem
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
-FORWARDED_BY = "X-Agentihooks-Forwarded-By"
-#: The request headers the holder needs; nothing else is passed on.
-PASSED = ("Authorization", "Content-Type", "Accept")
+#: The request headers the holder needs; nothing else is passed on (never ``Authorization``: the
+#: caller's credential stays here, and an assertion vouches for the caller instead).
+PASSED = ("Content-Type", "Accept")
 #: Seconds to connect to the holder, and for its whole answer (a relaunch launches Pods).
 CONNECT_SECONDS = 2.0
 TOTAL_SECONDS = 25.0
@@ -48,6 +61,7 @@ ENDPOINTS: web.AppKey[Endpoints] = web.AppKey("endpoints", Endpoints)
 def setup_forwarding(app: web.Application, state: ApiState) -> None:
     """Give ``app`` the address registry and one HTTP client (opened at start-up, closed at clean-up)."""
     app[ENDPOINTS] = Endpoints(state.redis, state.key_prefix)
+    app[ASSERTIONS] = Assertions(state.redis, state.key_prefix)
 
     async def client(app: web.Application) -> AsyncIterator[None]:
         timeout = aiohttp.ClientTimeout(total=TOTAL_SECONDS, sock_connect=CONNECT_SECONDS)
@@ -117,6 +131,13 @@ async def forward(request: web.Request) -> web.Response | None:
     owner, url = found
     headers = {h: request.headers[h] for h in PASSED if h in request.headers}
     headers[FORWARDED_BY] = entry.holder
+    try:
+        headers[HEADER] = await blocking(
+            request.app[ASSERTIONS].sign, request.method, request.raw_path, body, token_digest(request)
+        )
+    except (redis.RedisError, AssertionRefused) as e:
+        log.warning("control API: cannot vouch for a forwarded request (%s)", type(e).__name__)
+        return None
     headers["Accept-Encoding"] = "identity"  # the body is passed back as it comes
     where = f"{request.method} {route_name(request)}"
     try:

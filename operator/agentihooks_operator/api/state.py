@@ -94,8 +94,12 @@ class ApiState:
         A caller without that credential gets False whether the execution exists or not, so the
         answer tells a forged caller nothing.
         """
+        return self.unpublished_worker_digest(execution_id, hashlib.sha256(token.encode()).hexdigest())
+
+    def unpublished_worker_digest(self, execution_id: str, digest: str) -> bool:
+        """:meth:`unpublished_worker` for the credential's sha256 hex (a forwarded request)."""
         published = {e.recovery.keys.worker_credentials.encode() for e in self.registry.entries()}
-        offered = hashlib.sha256(token.encode()).hexdigest().encode()
+        offered = digest.encode()
         for key in self._credential_keys():
             if key in published:
                 continue

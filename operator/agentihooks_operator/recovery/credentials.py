@@ -27,11 +27,19 @@ def mint_credential(ctx: Ctx, execution_id: str) -> str:
 
 def check_credential(ctx: Ctx, execution_id: str, token: str) -> bool:
     """True only for the attempt's live credential; every failure looks the same to the caller."""
-    if not isinstance(token, str) or not token or not isinstance(execution_id, str):
+    if not isinstance(token, str) or not token:
+        return False
+    return check_digest(ctx, execution_id, hashlib.sha256(token.encode()).hexdigest())
+
+
+def check_digest(ctx: Ctx, execution_id: str, digest: str) -> bool:
+    """:func:`check_credential` for a caller known by its credential's sha256 hex (a request another
+    replica forwarded with an assertion instead of the token)."""
+    if not isinstance(digest, str) or not digest or not isinstance(execution_id, str):
         return False
     ctx.w.trip()
     stored = ctx.w.client.hget(ctx.w.keys.worker_credentials, execution_id)
-    offered = hashlib.sha256(token.encode()).hexdigest().encode()
+    offered = digest.encode()
     if stored is None:
         hmac.compare_digest(offered, offered)
         return False

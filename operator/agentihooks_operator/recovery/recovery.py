@@ -284,6 +284,10 @@ class Recovery:
         """Constant-time check; False for a fenced attempt (the fence revokes it)."""
         return credentials.check_credential(self._ctx, execution_id, token)
 
+    def check_worker_digest(self, execution_id: str, digest: str) -> bool:
+        """:meth:`check_worker_credential` for the credential's sha256 hex (a forwarded request)."""
+        return credentials.check_digest(self._ctx, execution_id, digest)
+
     # -- pause -------------------------------------------------------------------------------
     def pause(self) -> None:
         """Every failure from now on waits for an explicit decision (survives restarts)."""

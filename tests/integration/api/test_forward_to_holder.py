@@ -174,3 +174,117 @@ def test_the_holder_checks_the_forwarded_credential_and_no_log_shows_it(
     assert len(refusals) == 1  # the holder's refusal line; the forwarding replica does not repeat it
     for secret in (forged, worker, world.tokens["operator"], secret_words, sha256_hex(forged)):
         assert secret not in text
+
+
+@contextmanager
+def capturing_holder() -> Iterator[tuple[str, list[bytes]]]:
+    """A plain HTTP server standing in for the holder: it keeps every request it gets, raw."""
+    import http.server
+    import threading
+
+    seen: list[bytes] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            seen.append(self.requestline.encode() + b"\r\n" + bytes(self.headers) + self.rfile.read(length))
+            body = b'{"error": "captured", "message": "captured"}'
+            self.send_response(418)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _assertion(raw: bytes) -> str:
+    from agentihooks_operator.api.assertion import HEADER
+
+    unfolded = raw.replace(b"\r\n", b"\n").replace(b"\n ", b" ")  # the recorder folds long lines
+    for line in unfolded.split(b"\n"):
+        name, _, value = line.partition(b":")
+        if name.decode().lower() == HEADER.lower():
+            return value.strip().decode()
+    raise AssertionError("no assertion in the forwarded request")
+
+
+def test_a_forwarded_request_carries_no_caller_credential_and_its_assertion_works_once(
+    world: World, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentihooks_operator.api.assertion import HEADER
+
+    caplog.set_level(logging.DEBUG)
+    refused = refused_replacement(world)
+    report = {"execution_id": refused, "reason": "version_changed", "message": "version_changed"}
+    said = world.call(
+        "POST", f"/v1/executions/{refused}/restore-refusal", world.worker_token(refused), json=report
+    )
+    assert said.status_code == 200, said.text
+    operator = world.tokens["operator"]
+    body = json.dumps({}).encode()
+    with capturing_holder() as (url, seen), second_replica(world, redis_url) as b:
+        advertise(world, url)
+        answer = b.call("POST", RELAUNCH, operator, {})
+        assert answer.status_code == 418, answer.text  # the stand-in's answer, passed back
+        assert len(seen) == 1
+        raw = seen[0]
+        assert b"authorization" not in raw.lower() and operator.encode() not in raw
+        assertion = _assertion(raw)
+        assert assertion.startswith("v1.") and sha256_hex(operator) in assertion
+    pods = launched(world)
+    marked = {"Content-Type": "application/json", FORWARDED_BY: "ctl-b", HEADER: assertion}
+    with httpx.Client(base_url=world.url, timeout=30) as c:
+        # Bound to its body: the same assertion over another body is refused, and makes nothing.
+        other = c.post(RELAUNCH, content=b'{"fresh": true}', headers=marked)
+        assert other.status_code == 401 and launched(world) == pods
+        # The real holder accepts it once, as the operator it vouches for ...
+        first = c.post(RELAUNCH, content=body, headers=marked)
+        assert first.status_code == 200, first.text
+        assert launched(world) == pods + 1
+        # ... and never again (replayed), nor under another path.
+        again = c.post(RELAUNCH, content=body, headers=marked)
+        assert again.status_code == 401
+        elsewhere = c.post("/v1/swarms/swarm-b/pause", content=b"", headers=marked)
+        assert elsewhere.status_code == 401
+    assert launched(world) == pods + 1
+    reasons = [r.getMessage() for r in caplog.records if "refused a forwarded" in r.getMessage()]
+    assert any("bad signature" in m for m in reasons) and any("replayed" in m for m in reasons)
+    assert assertion not in caplog.text and operator not in caplog.text
+
+
+@pytest.mark.parametrize("forgery", ["garbage", "wrong key", "expired", "no marker"])
+def test_a_forged_or_expired_assertion_is_refused(world: World, forgery: str) -> None:
+    import time
+
+    from agentihooks_operator.api.assertion import HEADER, Assertions
+
+    refused_replacement(world)
+    digest = sha256_hex(world.tokens["operator"])
+    body = b"{}"
+    if forgery == "garbage":
+        value = "v1.1.2.3.4"
+    elif forgery == "wrong key":
+        other = Assertions(world.client, "agentihooks")
+        other._key = b"not-the-replicas-key"  # type: ignore[attr-defined]
+        value = other.sign("POST", RELAUNCH, body, digest)
+    else:
+        past = Assertions(world.client, "agentihooks", clock=lambda: time.time() - 3600)
+        value = past.sign("POST", RELAUNCH, body, digest)
+    headers = {"Content-Type": "application/json", HEADER: value}
+    if forgery != "no marker":
+        headers[FORWARDED_BY] = "ctl-b"
+    pods = launched(world)
+    answer = world.call("POST", RELAUNCH, None, content=body, headers=headers)
+    assert answer.status_code == 401, answer.text
+    assert launched(world) == pods
