@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 
@@ -49,6 +51,30 @@ def endpoints_key(prefix: str) -> str:
     return f"{prefix}:{{agentihooks-api}}:endpoints"
 
 
+def plain_address(url: str) -> str | None:
+    """``url`` when it is ``http(s)://<IP>:<port>`` and nothing else, else ``None``.
+
+    No host name, user, path, query or fragment, and never a link-local (the
+    cloud metadata service lives there), multicast or unspecified address: an
+    entry in Redis can only ever point at a replica's own listener.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        ip = ipaddress.ip_address(parts.hostname or "")
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or port is None or parts.username or parts.password:
+        return None
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "#" in url or "?" in url:
+        return None
+    if ip.is_link_local or ip.is_multicast or ip.is_unspecified or ip.is_reserved:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return None
+    return url
+
+
 def fresh_url(raw: bytes | str | None, now_ms: int, stale_ms: int = STALE_MS) -> str | None:
     """The address in a stored entry, or ``None`` when there is none, it is unreadable, or it was
     written more than ``stale_ms`` before ``now_ms``."""
@@ -61,7 +87,7 @@ def fresh_url(raw: bytes | str | None, now_ms: int, stale_ms: int = STALE_MS) ->
     if not isinstance(entry, dict):
         return None
     url, at = entry.get("url"), entry.get("at")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    if not isinstance(url, str) or plain_address(url) is None:
         return None
     if not isinstance(at, (int, float)) or isinstance(at, bool):
         return None

@@ -288,3 +288,22 @@ def test_a_forged_or_expired_assertion_is_refused(world: World, forgery: str) ->
     answer = world.call("POST", RELAUNCH, None, content=body, headers=headers)
     assert answer.status_code == 401, answer.text
     assert launched(world) == pods
+
+
+@pytest.mark.parametrize("shape", ["/steal", "/?next=x", "/#x", "name"])
+def test_an_address_that_is_not_a_plain_ip_and_port_is_never_contacted(
+    world: World, redis_url: str, shape: str
+) -> None:
+    """A registry entry with a path, query, fragment or host name: not_leader, and no connection is made."""
+    refused_replacement(world)
+    with socket.socket() as trap:
+        trap.bind(("127.0.0.1", 0))
+        trap.listen(8)
+        port = trap.getsockname()[1]
+        url = f"http://localhost:{port}" if shape == "name" else f"http://127.0.0.1:{port}{shape}"
+        advertise(world, url)
+        with second_replica(world, redis_url) as b:
+            assert_not_leader(b.call("POST", RELAUNCH, world.tokens["operator"], {}))
+        trap.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nobody ever connected to the advertised address

@@ -75,3 +75,39 @@ def test_an_advertise_url_is_an_origin(given: str, kept: str | None) -> None:
 def test_a_bad_advertise_url_is_refused_naming_the_setting(bad: str) -> None:
     with pytest.raises(ValidationError, match="AGENTIHOOKS_API_ADVERTISE_URL"):
         ApiConfig(api_advertise_url=bad)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.0.0.7:8080", "https://10.0.0.7:8443/", "http://[fd00::7]:8080", "http://127.0.0.1:9000"],
+)
+def test_plain_ip_and_port_addresses_are_taken(url: str) -> None:
+    from agentihooks_operator.api.endpoints import plain_address
+
+    assert plain_address(url) == url
+    assert fresh_url(json.dumps({"url": url, "at": NOW}), NOW) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254:80",  # the cloud metadata service
+        "http://[fe80::1]:8080",
+        "http://10.0.0.7:8080/prefix",
+        "http://10.0.0.7:8080/?x=1",
+        "http://10.0.0.7:8080#frag",
+        "http://10.0.0.7",  # no port
+        "http://user:pw@10.0.0.7:8080",
+        "http://api.example.com:8080",  # a name, not an IP
+        "ftp://10.0.0.7:21",
+        "http://0.0.0.0:8080",
+        "http://224.0.0.1:8080",
+        "http://[::ffff:169.254.169.254]:80",
+        "http://10.0.0.7:99999",
+    ],
+)
+def test_anything_but_a_plain_address_is_never_taken(url: str) -> None:
+    from agentihooks_operator.api.endpoints import plain_address
+
+    assert plain_address(url) is None
+    assert fresh_url(json.dumps({"url": url, "at": NOW}), NOW) is None
