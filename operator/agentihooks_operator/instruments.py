@@ -37,6 +37,7 @@ from prometheus_client import (
     ProcessCollector,
 )
 
+from .recovery.identity import SwarmId
 from .recovery.keys import SwarmKeys
 from .recovery.launcher import ReplacementLauncher
 from .recovery.launching import launched
@@ -78,6 +79,22 @@ def package_version() -> str:
         return "unknown"
 
 
+#: What names a swarm's series: its identity, its keys, or (name-only layout) its name alone.
+Named = SwarmId | SwarmKeys | tuple[str, str] | str
+
+
+def labels_of(swarm: Named) -> tuple[str, str]:
+    """``(namespace, swarm)`` label values: two same-named Swarms of two namespaces never share a
+    series (``""`` is the namespace of a name-only swarm)."""
+    if isinstance(swarm, SwarmId):
+        return swarm.namespace, swarm.name
+    if isinstance(swarm, SwarmKeys):
+        return swarm.namespace or "", swarm.swarm
+    if isinstance(swarm, tuple):
+        return swarm
+    return "", swarm
+
+
 class OperatorMetrics:
     """The per-replica instruments of one operator process, in a registry of their own."""
 
@@ -95,7 +112,7 @@ class OperatorMetrics:
         self.pass_duration = Histogram(
             "agentihooks_recovery_pass_duration_seconds",
             "Duration of the recovery passes this replica ran as the swarm's lease holder.",
-            ["swarm"],
+            ["namespace", "swarm"],
             buckets=PASS_BUCKETS,
             registry=self.registry,
         )
@@ -103,7 +120,7 @@ class OperatorMetrics:
             "agentihooks_failover_latency_seconds",
             "From the fence of a failed attempt (the pass that saw the failure) to its replacement's Pod "
             "created by this replica, by who decided (automation, operator, master).",
-            ["swarm", "decider"],
+            ["namespace", "swarm", "decider"],
             buckets=FAILOVER_BUCKETS,
             registry=self.registry,
         )
@@ -111,7 +128,7 @@ class OperatorMetrics:
             "agentihooks_restore_duration_seconds",
             "A worker's boot up to its verified restore (or its refusal), as the worker reported it to "
             "this replica, by result (native, reconstructed, fresh, refused).",
-            ["swarm", "type"],
+            ["namespace", "swarm", "type"],
             buckets=RESTORE_BUCKETS,
             registry=self.registry,
         )
@@ -119,7 +136,7 @@ class OperatorMetrics:
             "agentihooks_worker_restore_outcomes",
             "Restores workers reported to this replica: native, reconstructed, fresh, or "
             "refused/<reason> (the worker's own restore_outcomes_by_type).",
-            ["swarm", "type"],
+            ["namespace", "swarm", "type"],
             registry=self.registry,
         )
         self.redis_up = Gauge(
@@ -129,49 +146,51 @@ class OperatorMetrics:
         )
         self._lock = threading.Lock()
         self._reported: OrderedDict[str, None] = OrderedDict()
-        self._swarms: set[str] = set()
+        self._swarms: set[tuple[str, str]] = set()
 
     def _worker_types(self) -> list[str]:
         return [*RESULTS[:3], *(f"refused/{r}" for r in sorted(KNOWN_REASONS)), "refused/other"]
 
-    def ensure_swarm(self, swarm: str) -> None:
+    def ensure_swarm(self, named: Named) -> None:
         """Create the swarm's series at zero before anything happens, so that ``rate()`` and
         ``increase()`` see its first event (a series that appears at 1 shows no increase)."""
+        swarm = labels_of(named)
         with self._lock:
             if swarm in self._swarms:
                 return
             self._swarms.add(swarm)
-        self.pass_duration.labels(swarm)
+        self.pass_duration.labels(*swarm)
         for decider in DECIDERS:
-            self.failover_latency.labels(swarm, decider)
+            self.failover_latency.labels(*swarm, decider)
         for result in RESULTS:
-            self.restore_duration.labels(swarm, result)
+            self.restore_duration.labels(*swarm, result)
         for kind in self._worker_types():
-            self.worker_restores.labels(swarm, kind)
+            self.worker_restores.labels(*swarm, kind)
 
-    def forget_swarm(self, swarm: str) -> None:
+    def forget_swarm(self, named: Named) -> None:
         """Drop a deleted swarm's series (made again if it comes back)."""
+        swarm = labels_of(named)
         with self._lock:
             self._swarms.discard(swarm)
         for metric, keys in (
-            (self.pass_duration, [(swarm,)]),
-            (self.failover_latency, [(swarm, d) for d in DECIDERS]),
-            (self.restore_duration, [(swarm, r) for r in RESULTS]),
-            (self.worker_restores, [(swarm, k) for k in self._worker_types()]),
+            (self.pass_duration, [swarm]),
+            (self.failover_latency, [(*swarm, d) for d in DECIDERS]),
+            (self.restore_duration, [(*swarm, r) for r in RESULTS]),
+            (self.worker_restores, [(*swarm, k) for k in self._worker_types()]),
         ):
             for key in keys:
                 with contextlib.suppress(KeyError):
                     metric.remove(*key)
 
-    def observe_pass(self, swarm: str, seconds: float) -> None:
-        self.pass_duration.labels(swarm).observe(max(0.0, seconds))
+    def observe_pass(self, swarm: Named, seconds: float) -> None:
+        self.pass_duration.labels(*labels_of(swarm)).observe(max(0.0, seconds))
 
-    def observe_failover(self, swarm: str, decider: str, seconds: float) -> None:
-        self.failover_latency.labels(swarm, decider).observe(max(0.0, seconds))
+    def observe_failover(self, swarm: Named, decider: str, seconds: float) -> None:
+        self.failover_latency.labels(*labels_of(swarm), decider).observe(max(0.0, seconds))
 
     def worker_report(
         self,
-        swarm: str,
+        swarm: Named,
         execution_id: str,
         result: WorkerResult,
         reason: str | None,
@@ -186,9 +205,9 @@ class OperatorMetrics:
                 self._reported.popitem(last=False)
         known = reason if reason in KNOWN_REASONS else "other"
         label = f"refused/{known}" if result == "refused" else result
-        self.worker_restores.labels(swarm, label).inc()
+        self.worker_restores.labels(*labels_of(swarm), label).inc()
         if restore_seconds is not None:
-            self.restore_duration.labels(swarm, result).observe(max(0.0, restore_seconds))
+            self.restore_duration.labels(*labels_of(swarm), result).observe(max(0.0, restore_seconds))
         return True
 
 
@@ -243,7 +262,7 @@ class TimedLauncher:
         fence = FenceRecord.model_validate_json(raw_fence)
         decided_by = DecisionRecord.model_validate_json(raw_decision).decided_by if raw_decision else None
         decider = decider_kind(decided_by) if decided_by else "automation"
-        self.metrics.observe_failover(self.keys.swarm, decider, (now_ms - fence.fenced_at_ms) / 1000)
+        self.metrics.observe_failover(self.keys, decider, (now_ms - fence.fenced_at_ms) / 1000)
 
     def exists(self, execution_id: str) -> bool:
         return self.inner.exists(execution_id)

@@ -135,6 +135,7 @@ class World:
             catalog=self.store,
             launcher=self.launcher,
             faults=CrashAt("before:decide"),
+            namespace="default",
         )
         self.registry.publish(swarm, crashing, spec, holder="ctl-a")
         self.recoveries[swarm] = crashing
@@ -191,7 +192,7 @@ def make_world(redis_url: str, tmp_path: Path, limits: ServerLimits | None = Non
         w = World(server.url, server, client, store, launcher, registry, state, tmp_path, tokens)
         for swarm, master, secret in (("swarm-a", MASTER_A, "master-a"), ("swarm-b", MASTER_B, "master-b")):
             spec = swarm_with_masters({master: secret})
-            r = Recovery(client, swarm, holder="ctl-a", catalog=store, launcher=launcher)
+            r = Recovery(client, swarm, holder="ctl-a", catalog=store, launcher=launcher, namespace="default")
             w.first[swarm] = r.ensure_seats(spec)[0]
             r.report_session(w.first[swarm].execution_id, "sess-1")
             r.report_watermark(w.first[swarm].execution_id, 5)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from .directive import IDENTIFIER, RestoreDirective
+from .scope import NAMESPACE, StoreScope
 
 PROJECT_ID = r"^(github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+|local:[A-Za-z0-9][A-Za-z0-9._-]*|unknown)$"
 #: The original's rule for a launch record's task id: an identifier that may also hold ``:`` and ``/``.
@@ -97,6 +98,20 @@ class LaunchRecord(BaseModel):
     restore: RestoreDirective | None = None
     restore_from: RestoreSource | None = None
     checkpoint_remote: StrictBool = False
+    #: The namespace the attempt's checkpoint scope lives under (absent: the name-only layout).
+    store_namespace: str | None = Field(default=None, pattern=NAMESPACE)
+
+    def store_scope(self) -> StoreScope | None:
+        """The checkpoint scope this attempt reads and writes (``None`` without a registration)."""
+        if self.registration is None:
+            return None
+        a = self.authority
+        return StoreScope(
+            swarm=a.swarm_id,
+            task_id=a.task_id,
+            task_generation=self.registration.task_generation,
+            namespace=self.store_namespace,
+        )
 
     @field_validator("schema_version", mode="before")
     @classmethod

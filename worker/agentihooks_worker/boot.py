@@ -28,7 +28,6 @@ from pathlib import Path
 from agentihooks_checkpoint.errors import CheckpointError, StoreUnreachable
 from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.reasons import Reason
-from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
 from agentihooks_checkpoint.validator import Validator
@@ -278,7 +277,8 @@ class Boot:
         if not is_identifier(a.task_id):  # the original's ``:``/``/`` task ids: no manifest can name them
             emit(event_line("capture_unavailable", execution_id=a.execution_id, reason="task_id"))
             return None
-        scope = StoreScope(swarm=a.swarm_id, task_id=a.task_id, task_generation=reg.task_generation)
+        scope = ctx.launch.store_scope()
+        assert scope is not None  # a registration is there (checked above)
         record = ctx.restored.record
         existing = [s.checkpoint_sequence for s in ctx.store.list_checkpoints(scope)]
         version = ctx.restored.harness_version

@@ -115,9 +115,8 @@ class Restorer:
         assert registration is not None and source is not None and directive.checkpoint_id is not None
         if not is_identifier(authority.task_id):  # the original's ``:``/``/`` ids scope no checkpoint
             raise refusal(Reason.SCOPE_MISMATCH, "the task id cannot name a checkpoint scope")
-        scope = StoreScope(
-            swarm=authority.swarm_id, task_id=authority.task_id, task_generation=registration.task_generation
-        )
+        scope = req.launch.store_scope()
+        assert scope is not None  # a registration is there (checked above)
         _check_credential(store, scope, directive.checkpoint_id)
         stage = req.layout.tmp / "restore-stage"
         shutil.rmtree(stage, ignore_errors=True)

@@ -22,7 +22,7 @@ from .errors import HttpProblem, not_leader
 from .forward import forward, setup_forwarding
 from .params import check_query
 from .refusal_log import log_refusals
-from .routes import ROUTES
+from .routes import ROUTES, with_namespaced
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
@@ -106,7 +106,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
     app[BODY_TIMEOUT] = body_timeout
     app.on_response_prepare.append(add_api_headers)
     setup_forwarding(app, state)
-    for route in ROUTES:
+    for route in with_namespaced(ROUTES):
         app.router.add_route(route.method, route.path, route.handler)
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one
 

@@ -39,6 +39,7 @@ from .common import (
     WORKER_UNPUBLISHED,
     Handler,
     blocking,
+    named_swarm,
     read_capped,
     route_name,
     state_of,
@@ -153,6 +154,6 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
         raise unknown_credential()
     request[CALLER_KIND] = kind
     swarm = request.match_info.get("swarm")
-    if swarm is not None and kind != "operator" and state.registry.get(swarm) is None:
+    if swarm is not None and kind != "operator" and state.registry.get(*named_swarm(request)) is None:
         raise forbidden()
     return await handler(request)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from ..recovery.identity import SwarmId
 from ..recovery.models import EXECUTION_RE
 from .auth import Caller, is_operator, master_agent, require_token, sha256_hex
 from .errors import HttpProblem, bad_request, forbidden, not_published
@@ -39,7 +40,7 @@ ASSERTED: web.RequestKey[str] = web.RequestKey("asserted_digest", str)
 #: The header a forwarding replica sets (its own id): a request carrying it is never forwarded again.
 FORWARDED_BY = "X-Agentihooks-Forwarded-By"
 #: The swarm the request concerns, once a route resolved it (the lease holder to forward to).
-REQUEST_SWARM: web.RequestKey[str] = web.RequestKey("request_swarm", str)
+REQUEST_SWARM: web.RequestKey[SwarmId] = web.RequestKey("request_swarm", SwarmId)
 #: Set when the answer is the lease holder's, to a request forwarded there (it logged it already).
 FORWARDED: web.RequestKey[bool] = web.RequestKey("forwarded", bool)
 JSON_CAP = 64 * 1024
@@ -47,6 +48,13 @@ JSON_CAP = 64 * 1024
 JSON_MAX_DEPTH = 32
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+
+
+def named_swarm(request: web.Request) -> tuple[str, str | None]:
+    """The swarm a per-swarm route names: its name, and its namespace when the path has one
+    (``/v1/namespaces/{namespace}/swarms/{swarm}/...``); ``None`` asks for the one namespace
+    holding the name (refused naming them all when several do)."""
+    return request.match_info["swarm"], request.match_info.get("namespace")
 
 
 def state_of(request: web.Request) -> ApiState:
@@ -221,7 +229,7 @@ def not_a_worker(request: web.Request) -> None:
 
 def operator_or_master(request: web.Request, entry: SwarmEntry) -> Caller:
     """The operator, or a registered master of ``entry``'s swarm (bound to its agent)."""
-    request[REQUEST_SWARM] = entry.name
+    request[REQUEST_SWARM] = entry.id
     digest = token_digest(request)
     if is_operator(digest, state_of(request).operator_hash):
         return Caller("operator")
@@ -239,7 +247,7 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
     """The swarm entry and attempt record of a worker calling with its own live credential, else 403."""
     if (checked := request.get(WORKER_FOUND)) is not None:
         entry, record = checked
-        request[REQUEST_SWARM] = entry.name
+        request[REQUEST_SWARM] = entry.id
         return entry, record
     if request.get(WORKER_UNPUBLISHED):
         raise not_published()
@@ -255,5 +263,6 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
     entry, record = found
     if not await blocking(entry.recovery.check_worker_digest, execution_id, digest):
         raise forbidden()
-    request[REQUEST_SWARM] = entry.name
+    request[REQUEST_SWARM] = entry.id
+    request[WORKER_FOUND] = (entry, record)
     return entry, record

@@ -28,6 +28,7 @@ import aiohttp
 import redis
 from aiohttp import web
 
+from ..recovery.errors import RecoveryRefused
 from ..recovery.records import ControlOwner
 from .assertion import ASSERTIONS, HEADER, AssertionRefused, Assertions
 from .common import (
@@ -36,6 +37,7 @@ from .common import (
     RAW_BODY,
     REQUEST_SWARM,
     blocking,
+    named_swarm,
     read_capped,
     route_name,
     state_of,
@@ -43,6 +45,7 @@ from .common import (
 )
 from .endpoints import Endpoints
 from .errors import HttpProblem
+from .registry import SwarmEntry
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
@@ -72,12 +75,9 @@ def setup_forwarding(app: web.Application, state: ApiState) -> None:
     app.cleanup_ctx.append(client)
 
 
-def holder_url(request: web.Request, swarm: str) -> tuple[str, str] | None:
-    """The holder of ``swarm``'s lease and its fresh address, unless it is this replica (blocking)."""
+def holder_url(request: web.Request, entry: SwarmEntry) -> tuple[str, str] | None:
+    """The holder of ``entry``'s lease and its fresh address, unless it is this replica (blocking)."""
     state = state_of(request)
-    entry = state.registry.get(swarm)
-    if entry is None:
-        return None
     raw = state.redis.get(entry.recovery.keys.control_owner)
     if not raw:
         return None
@@ -113,15 +113,30 @@ async def _read_all(resp: aiohttp.ClientResponse) -> bytes:
     return bytes(out)
 
 
+def _entry_of(request: web.Request) -> SwarmEntry | None:
+    """The published swarm this request is about: the one a route found, else the path's."""
+    state = state_of(request)
+    swarm = request.get(REQUEST_SWARM)
+    if swarm is not None:
+        return state.registry.get(swarm.name, swarm.namespace)
+    if "swarm" not in request.match_info:
+        return None
+    try:
+        return state.registry.get(*named_swarm(request))
+    except RecoveryRefused:  # a name several namespaces hold: answered 409 here, never forwarded
+        return None
+
+
 async def forward(request: web.Request) -> web.Response | None:
     """The lease holder's answer to this request, or ``None`` when it cannot be had (see module)."""
-    swarm = request.get(REQUEST_SWARM) or request.match_info.get("swarm")
-    if FORWARDED_BY in request.headers or not swarm or CLIENT not in request.app:
+    if FORWARDED_BY in request.headers or CLIENT not in request.app:
         return None
-    state = state_of(request)
-    entry = state.registry.get(swarm)
+    entry = _entry_of(request)
+    if entry is None:
+        return None
+    swarm = entry.id
     try:
-        found = await blocking(holder_url, request, swarm)
+        found = await blocking(holder_url, request, entry)
     except (redis.RedisError, ValueError) as e:  # Redis down, or a record it cannot read: not_leader
         log.warning("control API: the lease holder of swarm %s is unknown (%s)", swarm, type(e).__name__)
         return None

@@ -32,6 +32,7 @@ from .. import instruments
 from ..k8s.config import OperatorConfig, connect_redis
 from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
+from ..recovery.identity import SwarmId
 from ..swarm import SwarmSpec
 from .config import ApiConfig
 from .endpoints import Endpoints, advertise_forever
@@ -164,7 +165,7 @@ def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: An
         if registry is not None:
             registry.withdraw(name, namespace or "default")
         if (event or {}).get("type") == "DELETED":
-            instruments.of(memo).forget_swarm(name)
+            instruments.of(memo).forget_swarm(SwarmId(namespace or "default", name))
     else:
         specs[key] = parsed
 

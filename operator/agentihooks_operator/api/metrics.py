@@ -122,7 +122,7 @@ class SwarmCollector(Collector):
         up = self._redis_up()
         self.state.metrics.redis_up.set(1 if up else 0)
         counters = {
-            name: CounterMetricFamily(name, h, labels=["swarm", label])
+            name: CounterMetricFamily(name, h, labels=["namespace", "swarm", label])
             for name, (h, _f, label) in COUNTERS.items()
         }
         spec = UnknownMetricFamily(
@@ -130,50 +130,54 @@ class SwarmCollector(Collector):
             "Verified restore outcomes by continuity type: the spec's name for "
             "agentihooks_restore_outcomes_total (same values; typed unknown because an OpenMetrics "
             "counter must end in _total).",
-            labels=["swarm", "type"],
+            labels=["namespace", "swarm", "type"],
         )
         relaunches = CounterMetricFamily(
             RELAUNCHES,
             "Refused restores launched again by a relaunch (the same directive, next generation).",
-            labels=["swarm"],
+            labels=["namespace", "swarm"],
         )
         awaiting = GaugeMetricFamily(
-            AWAITING, "Seats whose fenced attempt waits for a restore decision.", labels=["swarm"]
+            AWAITING,
+            "Seats whose fenced attempt waits for a restore decision.",
+            labels=["namespace", "swarm"],
         )
         held_g = GaugeMetricFamily(
-            "agentihooks_lease_held", "1 when this replica holds the swarm's lease, else 0.", labels=["swarm"]
+            "agentihooks_lease_held",
+            "1 when this replica holds the swarm's lease, else 0.",
+            labels=["namespace", "swarm"],
         )
         last_pass = GaugeMetricFamily(
             "agentihooks_pass_duration_seconds",
             "Duration of the last recovery pass this replica ran as the swarm's lease holder.",
-            labels=["swarm"],
+            labels=["namespace", "swarm"],
         )
         taken_c = CounterMetricFamily(
             "agentihooks_lease_takeovers",
             "Times this replica took the swarm's lease with a new epoch (a healthy holder renews, it "
             "does not take again).",
-            labels=["swarm"],
+            labels=["namespace", "swarm"],
         )
         lost_c = CounterMetricFamily(
             "agentihooks_lease_losses",
             "Times this replica lost a lease it held to another holder.",
-            labels=["swarm"],
+            labels=["namespace", "swarm"],
         )
         for entry in self.entries:
-            self.state.metrics.ensure_swarm(entry.name)
+            self.state.metrics.ensure_swarm((entry.namespace, entry.name))
             taken, lost = entry.recovery.lease_churn()
-            taken_c.add_metric([entry.name], taken)
-            lost_c.add_metric([entry.name], lost)
+            taken_c.add_metric([entry.namespace, entry.name], taken)
+            lost_c.add_metric([entry.namespace, entry.name], lost)
             if entry.pass_seconds is not None:
-                last_pass.add_metric([entry.name], round(entry.pass_seconds, 6))
+                last_pass.add_metric([entry.namespace, entry.name], round(entry.pass_seconds, 6))
             if not up:
                 continue
             try:
                 held = self.state.lease_held(entry)
-                held_g.add_metric([entry.name], 1 if held else 0)
+                held_g.add_metric([entry.namespace, entry.name], 1 if held else 0)
                 if held:
                     raw = self._global(entry, counters, spec, awaiting)
-                    relaunches.add_metric([entry.name], raw.get("relaunches", 0))
+                    relaunches.add_metric([entry.namespace, entry.name], raw.get("relaunches", 0))
             except (redis.RedisError, OSError, RecoveryError) as e:
                 log.warning("metrics: swarm %s left out of this scrape (%s)", entry.name, type(e).__name__)
         yield from counters.values()
@@ -200,11 +204,11 @@ class SwarmCollector(Collector):
             values = {**dict.fromkeys(KNOWN[family], 0), **_family(raw, family)}
             if family == "restore_outcomes_by_type":
                 for k, v in sorted(values.items()):
-                    spec.add_metric([entry.name, k], v)
+                    spec.add_metric([entry.namespace, entry.name, k], v)
             for k, v in sorted(values.items()):
-                counters[name].add_metric([entry.name, k], v)
+                counters[name].add_metric([entry.namespace, entry.name, k], v)
         waiting = sum(1 for c in cards if c.binding == "awaiting decision")
-        awaiting.add_metric([entry.name], waiting)
+        awaiting.add_metric([entry.namespace, entry.name], waiting)
         return raw
 
 

@@ -9,6 +9,7 @@ import re
 from functools import cache
 from typing import Any
 
+from agentihooks_checkpoint.scope import NAMESPACE
 from pydantic import BaseModel
 
 from ..recovery.models import EXECUTION_ID
@@ -24,6 +25,7 @@ CALL_ID = r"^rc-[0-9a-f]{16}$"
 PATH_PARAMS = {
     "execution": {"type": "string", "pattern": EXECUTION_ID, "maxLength": 36},
     "swarm": {"type": "string", "pattern": IDENTIFIER, "maxLength": 128},
+    "namespace": {"type": "string", "pattern": NAMESPACE, "maxLength": 63},
     "seat": {"type": "string", "pattern": SEAT_NAME, "maxLength": 63},
     "call": {"type": "string", "pattern": CALL_ID, "maxLength": 19},
 }

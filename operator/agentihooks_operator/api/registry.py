@@ -46,6 +46,10 @@ class SwarmEntry:
     pass_seconds: float | None = None
     passes: int = 0
 
+    @property
+    def id(self) -> SwarmId:
+        return SwarmId(self.namespace, self.name)
+
 
 class SwarmRegistry:
     """Thread-safe map of swarm (namespace/name) → :class:`SwarmEntry`."""

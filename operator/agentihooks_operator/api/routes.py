@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
 from agentihooks_checkpoint.directive import RestoreOutcome
+from agentihooks_checkpoint.scope import NAMESPACE
 from aiohttp import web
 from pydantic import BaseModel
 
@@ -78,7 +79,47 @@ class Route:
 
     @property
     def operation_id(self) -> str:
-        return self.handler.__name__ + "_" + self.method.lower()
+        scoped = "_namespaced" if self.path.startswith(NAMESPACED) else ""
+        return self.handler.__name__ + scoped + "_" + self.method.lower()
+
+    def namespaced(self) -> Route | None:
+        """The same route under ``/v1/namespaces/{namespace}/swarms/{swarm}`` (``None`` when it names
+        no swarm); its links keep to the namespaced routes."""
+        if not self.path.startswith(NAME_ONLY):
+            return None
+        links = {
+            status: {name: _scoped_link(target) for name, target in named.items()}
+            for status, named in self.links.items()
+        }
+        return replace(self, path=NAMESPACED + self.path[len(NAME_ONLY) :], links=links)
+
+
+#: A per-swarm route's two forms: by name alone (unambiguous only) and by namespace and name.
+NAME_ONLY = "/v1/swarms/{swarm}"
+NAMESPACED = "/v1/namespaces/{namespace}/swarms/{swarm}"
+NAMESPACE_EXPR = "$request.path.namespace"
+
+
+def _scoped_link(target: dict[str, Any]) -> dict[str, Any]:
+    """A link of a namespaced route: to the namespaced twin when it names a swarm, else as it is."""
+    if "swarm" not in target["parameters"]:
+        return target
+    head, _, method = target["operationId"].rpartition("_")
+    return {
+        **target,
+        "operationId": f"{head}_namespaced_{method}",
+        "parameters": {**target["parameters"], "namespace": NAMESPACE_EXPR},
+    }
+
+
+def with_namespaced(routes: tuple[Route, ...]) -> tuple[Route, ...]:
+    """``routes`` and, after each per-swarm one, its namespaced twin."""
+    out: list[Route] = []
+    for route in routes:
+        out.append(route)
+        if (twin := route.namespaced()) is not None:
+            out.append(twin)
+    return tuple(out)
 
 
 def link(operation_id: str, **parameters: str) -> dict[str, Any]:
@@ -110,6 +151,12 @@ SCOPE = (
         {"type": "string", "pattern": r"^[1-9][0-9]{0,11}$", "maxLength": 12},
         True,
         "the worker's task generation",
+    ),
+    Param(
+        "namespace",
+        {"type": "string", "pattern": NAMESPACE, "maxLength": 63},
+        False,
+        "the worker's Swarm namespace, when its scope has one (absent: the name-only layout)",
     ),
 )
 DENIED: dict[int, tuple[str, Body]] = {
@@ -150,16 +197,18 @@ STORE_NO_KEY = {
 }
 STORE = {**STORE_NO_KEY, 400: ("invalid key, or a query parameter that does not match its schema", "json")}
 FIRST_SWARM = "$response.body#/swarms/0/swarm"
-#: From the list of swarms to each one's reads and controls.
+FIRST_NAMESPACE = "$response.body#/swarms/0/namespace"
+FIRST = {"namespace": FIRST_NAMESPACE, "swarm": FIRST_SWARM}
+#: From the list of swarms to each one's reads and controls (by namespace and name: never ambiguous).
 SWARMS_LINKS = {
-    "status": link("status_get", swarm=FIRST_SWARM),
-    "checkpoints": link("checkpoints_get", swarm=FIRST_SWARM, seat="$response.body#/swarms/0/seats/0"),
+    "status": link("status_namespaced_get", **FIRST),
+    "checkpoints": link("checkpoints_namespaced_get", **FIRST, seat="$response.body#/swarms/0/seats/0"),
     "restore_request": link(
-        "restore_request_post", swarm=FIRST_SWARM, seat="$response.body#/swarms/0/seats/0"
+        "restore_request_namespaced_post", **FIRST, seat="$response.body#/swarms/0/seats/0"
     ),
-    "events": link("events_get", swarm=FIRST_SWARM),
-    "ledger": link("data_get", swarm=FIRST_SWARM),
-    "recoveries": link("list_held_get", swarm=FIRST_SWARM),
+    "events": link("events_namespaced_get", **FIRST),
+    "ledger": link("data_namespaced_get", **FIRST),
+    "recoveries": link("list_held_namespaced_get", **FIRST),
 }
 #: From a seat's recorded (202) or already accepted (200) choice: its decision, and the swarm's reads.
 SEAT_LINKS = {
@@ -463,7 +512,7 @@ def all_routes() -> tuple[Route, ...]:
     """Every documented route: the table above, the held recoveries' and the ledger's data route."""
     from .routes_held import HELD_ROUTES
 
-    return (*ROUTES, *HELD_ROUTES, *ledger_routes())
+    return with_namespaced((*ROUTES, *HELD_ROUTES, *ledger_routes()))
 
 
 @cache

@@ -23,6 +23,7 @@ from .common import (
     answer,
     blocking,
     body_model,
+    named_swarm,
     not_a_worker,
     operator_or_master,
     state_of,
@@ -107,7 +108,7 @@ def _seat_caller(request: web.Request, entry: SwarmEntry, body: SeatRequest) -> 
 
 async def restore_request(request: web.Request) -> web.Response:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     seat = request.match_info["seat"]
     token_digest(request)
     not_a_worker(request)

@@ -18,7 +18,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..recovery import HeldStep, RecoveryProgress, ResumeRefused
-from .common import REQUEST_SWARM, answer, blocking, body_model, operator_only, state_of
+from .common import REQUEST_SWARM, answer, blocking, body_model, named_swarm, operator_only, state_of
 from .registry import SwarmEntry
 from .routes import DENIED, LARGE, Body, Route, link
 from .state import ApiState
@@ -86,7 +86,7 @@ def _unechoed(steps: list[dict[str, object]] | None) -> list[dict[str, object]]:
 
 async def list_held(request: web.Request) -> web.Response:
     operator_only(request)
-    entry = state_of(request).entry(request.match_info["swarm"])
+    entry = state_of(request).entry(*named_swarm(request))
     held = await blocking(entry.recovery.held_recoveries)
     return answer(HeldList(swarm=entry.name, recoveries=held))
 
@@ -97,7 +97,7 @@ async def issue_token(request: web.Request) -> web.Response:
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
         return _gone()
-    request[REQUEST_SWARM] = entry.name  # the lease holder a LeaseLost forwards to
+    request[REQUEST_SWARM] = entry.id  # the lease holder a LeaseLost forwards to
     token = await blocking(entry.recovery.issue_resume_token, call)
     held = await blocking(entry.recovery.held_recovery, call)
     if token is None or held is None:
@@ -112,7 +112,7 @@ async def resume(request: web.Request) -> web.Response:
     entry = await blocking(_entry_of, state_of(request), call) if CALL.fullmatch(call) else None
     if entry is None:
         return _gone()
-    request[REQUEST_SWARM] = entry.name
+    request[REQUEST_SWARM] = entry.id
     try:
         progress: RecoveryProgress = await blocking(
             entry.recovery.resume_recovery, call, body.resume_token, dict(body.observed), spec=entry.spec
@@ -178,3 +178,5 @@ def setup_held(app: web.Application) -> None:
     """Register the held-recovery routes on the control API's app."""
     for route in HELD_ROUTES:
         app.router.add_route(route.method, route.path, route.handler)
+        if (twin := route.namespaced()) is not None:
+            app.router.add_route(twin.method, twin.path, twin.handler)

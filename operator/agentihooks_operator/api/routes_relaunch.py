@@ -24,7 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ..recovery import RecoveryRefused
 from ..recovery.models import EXECUTION_ID
 from ..recovery.records import RefusalRecord
-from .common import answer, blocking, body_model, not_a_worker, operator_or_master, state_of, worker_of
+from .common import (
+    answer,
+    blocking,
+    body_model,
+    named_swarm,
+    not_a_worker,
+    operator_or_master,
+    state_of,
+    worker_of,
+)
 from .errors import HttpProblem, forbidden, unknown_seat
 from .refusal_log import REQUEST_EXECUTION
 
@@ -112,7 +121,7 @@ async def restore_refusal(request: web.Request) -> web.Response:
 
 async def relaunch(request: web.Request) -> web.Response:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     seat = request.match_info["seat"]
     not_a_worker(request)
     caller = operator_or_master(request, entry)  # the scope before the body: a 403 says nothing about it

@@ -26,10 +26,19 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import POINTER_SIZE_CAP, CheckpointStore
 from aiohttp import web
 
-from ..recovery.keys import SwarmKeys
 from ..recovery.records import AttemptRecord
-from .common import BODY_TIMEOUT, answer, blocking, body_timeout, state_of, token_digest, worker_of
+from .common import (
+    BODY_TIMEOUT,
+    WORKER_FOUND,
+    answer,
+    blocking,
+    body_timeout,
+    state_of,
+    token_digest,
+    worker_of,
+)
 from .errors import HttpProblem, bad_request, forbidden, not_found
+from .registry import SwarmEntry
 from .schemas import KeysAnswer, SizeAnswer, WrittenAnswer
 from .store_rules import Named, StoreKey, check_scope_params, named_checkpoint, own_scope, parse_key, readable
 
@@ -49,7 +58,7 @@ async def _granted(request: web.Request) -> tuple[CheckpointStore, StoreScope, A
     entry, record = await worker_of(request, execution)
     scope = own_scope(entry.name, record)
     q = request.query
-    check_scope_params(scope, q.get("swarm"), q.get("task_id"), q.get("task_generation"))
+    check_scope_params(scope, q.get("swarm"), q.get("task_id"), q.get("task_generation"), q.get("namespace"))
     return _store(request), scope, record
 
 
@@ -71,8 +80,11 @@ def _named(store: CheckpointStore, scope: StoreScope, checkpoint_id: str | None)
 
 def uploads_key(request: web.Request, scope: StoreScope, execution_id: str) -> str:
     """The Redis set of object digests this execution uploaded (it may read them back to verify)."""
-    prefix = state_of(request).registry_prefix(scope.swarm)
-    return SwarmKeys(prefix, scope.swarm).api_uploads(execution_id)
+    found = request.get(WORKER_FOUND)
+    if found is None:  # authentication found the worker's swarm; a route without it has no uploads
+        raise HttpProblem(503, "swarm_not_published", "the worker's swarm is not served here yet")
+    entry: SwarmEntry = found[0]
+    return entry.recovery.keys.api_uploads(execution_id)
 
 
 async def _may_read(

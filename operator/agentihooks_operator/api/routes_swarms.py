@@ -15,8 +15,9 @@ from agentihooks_checkpoint.catalog import newest_compatible
 from agentihooks_checkpoint.scope import StoreScope
 from aiohttp import web
 
+from ..recovery.identity import SwarmId
 from .auth import is_operator, master_agent
-from .common import answer, blocking, operator_only, operator_or_master, state_of, token_digest
+from .common import answer, blocking, named_swarm, operator_only, operator_or_master, state_of, token_digest
 from .errors import bad_request, forbidden, unknown_seat
 from .registry import SwarmEntry
 from .schemas import PauseAnswer, SwarmList, SwarmRef
@@ -32,7 +33,9 @@ async def swarms(request: web.Request) -> web.Response:
         entries = [e for e in entries if master_agent(digest, e.masters) is not None]
         if not entries:
             raise forbidden()
-    listed = [SwarmRef(swarm=e.name, seats=[s.name for s in e.spec.seats]) for e in entries]
+    listed = [
+        SwarmRef(swarm=e.name, namespace=e.namespace, seats=[s.name for s in e.spec.seats]) for e in entries
+    ]
     return answer(SwarmList(swarms=listed))
 
 
@@ -51,6 +54,7 @@ def _status(state: ApiState, entry: SwarmEntry) -> dict[str, Any]:
         )
     return {
         "swarm": entry.name,
+        "namespace": entry.namespace,
         "paused": entry.recovery.paused(),
         "lease_held": state.lease_held(entry),
         "compatibility_key": entry.spec.compatibility_key,
@@ -61,14 +65,14 @@ def _status(state: ApiState, entry: SwarmEntry) -> dict[str, Any]:
 
 async def status(request: web.Request) -> web.Response:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     operator_or_master(request, entry)
     return answer(await blocking(_status, state, entry))
 
 
 async def _switch(request: web.Request, paused: bool) -> web.Response:
     operator_only(request)
-    entry = state_of(request).entry(request.match_info["swarm"])
+    entry = state_of(request).entry(*named_swarm(request))
     await blocking(entry.recovery.pause if paused else entry.recovery.unpause)
     return answer(PauseAnswer(swarm=entry.name, paused=await blocking(entry.recovery.paused)))
 
@@ -88,7 +92,8 @@ def _checkpoints(state: ApiState, entry: SwarmEntry, seat: str) -> dict[str, Any
     current = state.current_of(entry, seat)
     generation = current.task_generation if current else 1
     task_id = current.task_id if current else spec_seat.task.id
-    scope = StoreScope(swarm=entry.name, task_id=task_id, task_generation=generation)
+    namespace = current.store_namespace if current else entry.recovery.keys.namespace
+    scope = StoreScope(swarm=entry.name, task_id=task_id, task_generation=generation, namespace=namespace)
     listed = state.catalog.list_checkpoints(scope)
     key = entry.spec.compatibility_key
     best = newest_compatible(listed, key)
@@ -108,7 +113,7 @@ def _checkpoints(state: ApiState, entry: SwarmEntry, seat: str) -> dict[str, Any
 
 async def checkpoints(request: web.Request) -> web.Response:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     operator_or_master(request, entry)
     return answer(await blocking(_checkpoints, state, entry, request.match_info["seat"]))
 
@@ -142,7 +147,7 @@ def _newer(a: str, b: str) -> bool:
 
 async def events(request: web.Request) -> web.StreamResponse:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     caller = operator_or_master(request, entry)
     q = request.query
     count = _int(q.get("count"), 100, "count", 1, 1000)
@@ -153,20 +158,20 @@ async def events(request: web.Request) -> web.StreamResponse:
     digest = token_digest(request)
     with state.quotas.hold("streams", digest):  # 429 at once past this credential's share
         got = await blocking(entry.recovery.events, count)
-        return await _stream(request, state, entry.name, got, kind=caller.kind, digest=digest)
+        return await _stream(request, state, entry.id, got, kind=caller.kind, digest=digest)
 
 
-def _still_valid(state: ApiState, swarm: str, kind: str, digest: str) -> bool:
+def _still_valid(state: ApiState, swarm: SwarmId, kind: str, digest: str) -> bool:
     """Whether the credential that opened a stream still grants it (a rotated or revoked master's
     credential, or a swarm no longer served, ends the stream)."""
     if kind == "operator":
         return is_operator(digest, state.operator_hash)
-    entry = state.registry.get(swarm)
+    entry = state.registry.get(swarm.name, swarm.namespace)
     return entry is not None and master_agent(digest, entry.masters) is not None
 
 
 async def _stream(
-    request: web.Request, state: ApiState, swarm: str, got: list[Any], *, kind: str, digest: str
+    request: web.Request, state: ApiState, swarm: SwarmId, got: list[Any], *, kind: str, digest: str
 ) -> web.StreamResponse:
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
@@ -183,7 +188,7 @@ async def _stream(
         if not _still_valid(state, swarm, kind, digest):
             await resp.write(b'event: end\ndata: {"reason": "credential_revoked"}\n\n')
             return resp
-        entry = state.registry.get(swarm)
+        entry = state.registry.get(swarm.name, swarm.namespace)
         if entry is None:
             return resp
         batch = await blocking(entry.recovery.events, 1000)

@@ -57,6 +57,6 @@ async def restore_report(request: web.Request) -> web.Response:
     entry, _ = await worker_of(request, execution)
     body = await body_model(request, RestoreReport)
     state_of(request).metrics.worker_report(
-        entry.name, execution, body.result, body.reason, body.restore_seconds
+        entry.id, execution, body.result, body.reason, body.restore_seconds
     )
     return answer(Accepted())

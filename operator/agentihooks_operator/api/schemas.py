@@ -123,6 +123,8 @@ class SeatState(BaseModel):
 
 class StatusAnswer(BaseModel):
     swarm: str
+    #: The Swarm's namespace (a Swarm is its namespace and its name).
+    namespace: str
     paused: bool
     lease_held: bool
     compatibility_key: str
@@ -183,6 +185,7 @@ class LedgerAnswer(BaseModel):
 
 class SwarmRef(BaseModel):
     swarm: str
+    namespace: str
     seats: list[str]
 
 

@@ -58,15 +58,13 @@ class ApiState:
     )
     _scanned: tuple[float, tuple[bytes, ...]] = field(default=(float("-inf"), ()), init=False, repr=False)
 
-    def entry(self, swarm: str) -> SwarmEntry:
-        found = self.registry.get(swarm)
+    def entry(self, swarm: str, namespace: str | None = None) -> SwarmEntry:
+        """The published swarm ``namespace/swarm`` (or the one namespace holding ``swarm``), else 404;
+        a name several namespaces hold is refused 409 ``ambiguous_swarm``, naming them."""
+        found = self.registry.get(swarm, namespace)
         if found is None:
             raise unknown_swarm()
         return found
-
-    def registry_prefix(self, swarm: str) -> str:
-        """The Redis key root of ``swarm`` (the recovery core's prefix)."""
-        return self.entry(swarm).recovery.keys.prefix
 
     def find_execution(self, execution_id: str) -> tuple[SwarmEntry, AttemptRecord] | None:
         """The swarm an execution belongs to and its attempt record (blocking)."""

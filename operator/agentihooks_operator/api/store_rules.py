@@ -48,14 +48,24 @@ def parse_key(key: str) -> StoreKey:
 
 
 def own_scope(swarm: str, record: AttemptRecord) -> StoreScope:
-    return StoreScope(swarm=swarm, task_id=record.task_id, task_generation=record.task_generation)
+    return StoreScope(
+        swarm=swarm,
+        task_id=record.task_id,
+        task_generation=record.task_generation,
+        namespace=record.store_namespace,
+    )
 
 
 def check_scope_params(
-    scope: StoreScope, swarm: str | None, task_id: str | None, generation: str | None
+    scope: StoreScope,
+    swarm: str | None,
+    task_id: str | None,
+    generation: str | None,
+    namespace: str | None = None,
 ) -> None:
     """The scope the client names must be its own; another task or generation is ``forbidden_scope``."""
-    if (swarm, task_id, generation) != (scope.swarm, scope.task_id, str(scope.task_generation)):
+    named = (swarm, task_id, generation, namespace)
+    if named != (scope.swarm, scope.task_id, str(scope.task_generation), scope.namespace):
         raise forbidden()
 
 

@@ -40,20 +40,29 @@ def swarms_text(body: dict[str, Any]) -> str:
     listed = body.get("swarms", [])
     if not listed:
         return "no swarms"
-    rows = [[s.get("swarm"), len(s.get("seats", [])), ", ".join(s.get("seats", []))] for s in listed]
-    return render.table(["SWARM", "SEATS", "SEAT NAMES"], rows, width=render.WIDTH, shrink={"SEAT NAMES": 10})
+    rows = [
+        [s.get("namespace", ""), s.get("swarm"), len(s.get("seats", [])), ", ".join(s.get("seats", []))]
+        for s in listed
+    ]
+    return render.table(
+        ["NAMESPACE", "SWARM", "SEATS", "SEAT NAMES"], rows, width=render.WIDTH, shrink={"SEAT NAMES": 10}
+    )
 
 
 def swarm_list(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the API's JSON document.")] = False,
 ) -> None:
-    """The swarms you may see: all for the operator token, a master's own ones (agentihooks swarm list)."""
+    """The swarms you may see: all for the operator token, a master's own ones (agentihooks swarm list);
+    with -n, those of that namespace."""
 
     def body() -> None:
         if not ctx.meta.get(_META):
             raise CliError("list takes no swarm name: run `agentihooks swarm list`")
         b = _client(ctx).call("GET", "/v1/swarms").body
+        wanted = (ctx.find_object(dict) or {}).get("namespace")  # -n given: that namespace only
+        if wanted:
+            b = {**b, "swarms": [s for s in b.get("swarms", []) if s.get("namespace") == wanted]}
         typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else swarms_text(b))
 
     run(body)

@@ -55,6 +55,16 @@ def _root(
             "--token", envvar="AGENTIHOOKS_TOKEN", help="Operator or master token.", show_default=False
         ),
     ] = None,
+    ns: Annotated[
+        str | None,
+        typer.Option(
+            "-n",
+            "--namespace",
+            envvar="AGENTIHOOKS_NAMESPACE",
+            help="The namespace of the Swarm a command names (default: the kubeconfig context's).",
+            show_default=False,
+        ),
+    ] = None,
     _version: Annotated[
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
@@ -63,6 +73,8 @@ def _root(
     """agentihooks: restore decisions, status and recovery controls for swarms."""
     obj = ctx.ensure_object(dict)
     obj["url"], obj["token"] = control_url, token
+    if ns is not None:
+        obj["namespace"] = ns
 
 
 recoveries.register(swarm.app)

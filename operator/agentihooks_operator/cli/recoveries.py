@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from .client import EXIT_REFUSED, CliError
-from .swarm import _client, _swarm, run
+from .swarm import _client, _swarm_path, run
 
 _CALL = re.compile(r"^rc-[0-9a-f]{16}$")
 _VALUES = ("applied", "not_applied")
@@ -61,7 +61,7 @@ def recoveries(
     """List held recoveries: call, seat, step, since."""
 
     def body() -> None:
-        b = _client(ctx).call("GET", f"/v1/swarms/{_swarm(ctx)}/recoveries").body
+        b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/recoveries").body
         if as_json:
             typer.echo(json.dumps(b, indent=2, sort_keys=True))
             return

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from . import render
+from . import namespace, render
 from .client import CliError, ControlClient
 
 app = typer.Typer(
@@ -50,6 +50,16 @@ def _swarm(ctx: typer.Context) -> str:
     return _name("swarm", str(obj["swarm"]))
 
 
+def _namespace(ctx: typer.Context) -> str | None:
+    obj = ctx.find_object(dict) or {}
+    return namespace.resolve(obj.get("namespace"))
+
+
+def _swarm_path(ctx: typer.Context) -> str:
+    """``/v1/namespaces/<ns>/swarms/<name>`` (or ``/v1/swarms/<name>`` when no namespace is known)."""
+    return namespace.swarm_path(_swarm(ctx), _namespace(ctx))
+
+
 def run(fn: Callable[[], None]) -> None:
     """Run a command body: a :class:`CliError` becomes one ``error:`` line and its exit code."""
     try:
@@ -59,14 +69,32 @@ def run(fn: Callable[[], None]) -> None:
         raise typer.Exit(e.code) from None
 
 
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "-n",
+        "--namespace",
+        help="The Swarm's namespace (default: $AGENTIHOOKS_NAMESPACE, else the kubeconfig context's).",
+        show_default=False,
+    ),
+]
+
+
 @app.callback()
-def swarm(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The Swarm's name.")]) -> None:
-    """Act on the Swarm NAME."""
-    ctx.ensure_object(dict)["swarm"] = name
+def swarm(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The Swarm's name.")],
+    ns: NamespaceOption = None,
+) -> None:
+    """Act on the Swarm NAME (in the namespace -n names)."""
+    obj = ctx.ensure_object(dict)
+    obj["swarm"] = name
+    if ns is not None:
+        obj["namespace"] = ns
 
 
 def _seat_path(ctx: typer.Context, seat: str, tail: str) -> str:
-    return f"/v1/swarms/{_swarm(ctx)}/seats/{_name('seat', seat)}/{tail}"
+    return f"{_swarm_path(ctx)}/seats/{_name('seat', seat)}/{tail}"
 
 
 @app.command("restore-decision")
@@ -108,7 +136,7 @@ def _decided(seat: str, b: dict[str, Any], what: str) -> str:
 
 
 def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, agent: str | None) -> None:
-    status = c.call("GET", f"/v1/swarms/{_swarm(ctx)}/status").body
+    status = c.call("GET", f"{_swarm_path(ctx)}/status").body
     if seat not in {s.get("seat") for s in status.get("seats", [])}:
         raise CliError(f"unknown seat: {seat}")
     card = next((h for h in status.get("handoffs", []) if h.get("seat") == seat), None)
@@ -183,7 +211,7 @@ def status(
     """Seats, the pause switch and the handoff cards."""
 
     def body() -> None:
-        b = _client(ctx).call("GET", f"/v1/swarms/{_swarm(ctx)}/status").body
+        b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/status").body
         text = json.dumps(b, indent=2, sort_keys=True) if as_json else render.status_text(b, wide=wide)
         typer.echo(text)
 
@@ -192,7 +220,7 @@ def status(
 
 def _switch(ctx: typer.Context, verb: str) -> None:
     def body() -> None:
-        b = _client(ctx).call("POST", f"/v1/swarms/{_swarm(ctx)}/{verb}").body
+        b = _client(ctx).call("POST", f"{_swarm_path(ctx)}/{verb}").body
         state = "paused" if b.get("paused") else "not paused"
         typer.echo(f"swarm {b.get('swarm')}: restore automation {state}")
 
@@ -243,7 +271,7 @@ def events(
 
     def body() -> None:
         c = _client(ctx)
-        path = f"/v1/swarms/{_swarm(ctx)}/events"
+        path = f"{_swarm_path(ctx)}/events"
         if not follow:
             for e in c.call("GET", path, params={"count": count}).body.get("events", []):
                 show(e)

@@ -39,6 +39,7 @@ from ..instruments import TimedLauncher
 from ..recovery import HttpBrokers, LeaseLost, Recovery
 from ..recovery.clock import RedisClock
 from ..recovery.errors import RecoveryError
+from ..recovery.identity import SwarmId
 from ..recovery.keys import SwarmKeys
 from ..swarm import SwarmSpec
 from . import podcache
@@ -217,7 +218,9 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
     def current_spec() -> SwarmSpec:
         return parse_spec(body.get("spec"))
 
-    keys = SwarmKeys(config.swarm_key_prefix, name)
+    keys = SwarmKeys(
+        config.swarm_key_prefix, name, namespace
+    )  # namespace/name: never shared across namespaces
     launcher = KubernetesLauncher(
         memo["kube"],
         owner,
@@ -228,7 +231,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         policy=config.template_policy,
     )
     metrics = instruments.of(memo)
-    metrics.ensure_swarm(name)  # its series exist at 0 before its first pass
+    metrics.ensure_swarm(SwarmId(namespace, name))  # its series exist at 0 before its first pass
     timed = TimedLauncher(launcher, metrics=metrics, client=memo["redis"], keys=keys, clock=memo["clock"])
     recovery = Recovery(
         memo["redis"],
@@ -241,6 +244,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         clock=memo["clock"],
         faults=memo.get("faults"),
         brokers=HttpBrokers(secret_token(memo["kube"], namespace)),
+        namespace=namespace,
     )
     runner = SwarmPass(
         recovery=recovery,
@@ -386,7 +390,7 @@ async def _loop(
             log.exception("recovery pass of %s/%s failed unexpectedly", namespace, name)
             raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
         if result is not None and result.leader and runner.last_pass_seconds is not None:
-            instruments.of(memo).observe_pass(name, runner.last_pass_seconds)
+            instruments.of(memo).observe_pass(SwarmId(namespace, name), runner.last_pass_seconds)
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
         await _until_next_pass(runner, spec, trigger, stopped, stopping)

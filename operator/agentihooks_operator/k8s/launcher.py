@@ -86,6 +86,7 @@ def execution_of(plan: LaunchPlan) -> Execution:
         controller_epoch=plan.epoch,
         directive=plan.directive,
         restore_from=source,
+        store_namespace=plan.store_namespace,
     )
 
 

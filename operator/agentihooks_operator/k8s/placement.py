@@ -156,7 +156,7 @@ class Placement:
 
     def mine(self, namespace: str, name: str, holding: bool) -> bool:
         """Whether this replica should hold (``holding``: keep) swarm ``name`` now; see the module."""
-        key = SwarmKeys(self._prefix, name).control_owner
+        key = SwarmKeys(self._prefix, name, namespace).control_owner
         choice, now = self.choice(key), self._now()
         with self._lock:
             if holding:

@@ -131,6 +131,7 @@ class Execution:
     controller_epoch: int
     directive: RestoreDirective | None = None
     restore_from: RestoreSource | None = None
+    store_namespace: str | None = None
 
 
 def _metadata(owner: Owner, ex: Execution, name: str) -> dict[str, Any]:
@@ -182,6 +183,7 @@ def build_launch_record(
         restore=ex.directive,
         restore_from=ex.restore_from,
         checkpoint_remote=spec.checkpoint_store.remote,
+        store_namespace=ex.store_namespace,
     )
 
 

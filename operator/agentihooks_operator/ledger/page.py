@@ -19,6 +19,8 @@ from functools import cache
 from importlib import resources
 from string import Template
 
+from agentihooks_checkpoint.scope import NAMESPACE
+
 from .errors import bad_swarm_name, unknown_asset
 
 SWARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
@@ -58,8 +60,13 @@ def asset(name: str) -> tuple[bytes, str]:
     return resources.files(__package__).joinpath("static", name).read_bytes(), ASSETS[name]
 
 
-def render_page(swarm: str, poll_ms: int) -> str:
-    """The shell for ``swarm``; a name that cannot be a swarm is refused before it is echoed."""
-    if not SWARM_NAME.fullmatch(swarm):
+def render_page(swarm: str, poll_ms: int, namespace: str = "") -> str:
+    """The shell for ``swarm`` (in ``namespace`` when given); a name that cannot be a swarm or a
+    namespace is refused before it is echoed."""
+    if not SWARM_NAME.fullmatch(swarm) or (namespace and not re.fullmatch(NAMESPACE, namespace)):
         raise bad_swarm_name()
-    return _template("ledger.html").substitute(swarm=html.escape(swarm, quote=True), poll_ms=int(poll_ms))
+    return _template("ledger.html").substitute(
+        swarm=html.escape(swarm, quote=True),
+        namespace=html.escape(namespace, quote=True),
+        poll_ms=int(poll_ms),
+    )

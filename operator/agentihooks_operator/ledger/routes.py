@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..api.common import answer, blocking, operator_or_master, state_of
+from ..api.common import answer, blocking, named_swarm, operator_or_master, state_of
 from .config import LedgerConfig
 from .page import asset, render_index, render_page
 from .security import add_security_headers
@@ -22,7 +22,9 @@ POLL_MS: web.AppKey[int] = web.AppKey("ledger_poll_ms", int)
 
 
 async def page(request: web.Request) -> web.Response:
-    text = render_page(request.match_info["swarm"], request.app[POLL_MS])
+    text = render_page(
+        request.match_info["swarm"], request.app[POLL_MS], request.match_info.get("namespace", "")
+    )
     return web.Response(text=text, content_type="text/html", charset="utf-8")
 
 
@@ -37,7 +39,7 @@ async def static(request: web.Request) -> web.Response:
 
 async def data(request: web.Request) -> web.Response:
     state = state_of(request)
-    entry = state.entry(request.match_info["swarm"])
+    entry = state.entry(*named_swarm(request))
     caller = operator_or_master(request, entry)
     return answer(await blocking(ledger_view, state, entry, caller))
 
@@ -51,4 +53,6 @@ def setup_ledger(app: web.Application, config: LedgerConfig | None = None) -> No
     app.router.add_get("/ledger", index)
     app.router.add_get("/ledger/{swarm}", page)
     app.router.add_get("/v1/swarms/{swarm}/ledger", data)
+    app.router.add_get("/ledger/{namespace}/{swarm}", page)
+    app.router.add_get("/v1/namespaces/{namespace}/swarms/{swarm}/ledger", data)
     app.on_response_prepare.append(add_security_headers)

@@ -96,6 +96,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 record.task_generation,
                 spec.compatibility_key,
                 restored_from=record.restore_from.execution_id if record.restore_from else None,
+                namespace=record.store_namespace,
             )
             checkpoint_id = ckpt.checkpoint_id if ckpt else None
             reason = card_reason(fence, ckpt)

@@ -59,6 +59,7 @@ def apply_choice(
             record.task_generation,
             compatibility_key,
             restored_from=record.restore_from.execution_id if record.restore_from else None,
+            namespace=record.store_namespace,
         )
         if checkpoint is None:
             raise RecoveryRefused(NO_CHECKPOINT, reason="no_checkpoint")

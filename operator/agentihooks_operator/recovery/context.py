@@ -55,6 +55,11 @@ class Ctx:
     def swarm(self) -> str:
         return self.w.keys.swarm
 
+    @property
+    def label(self) -> str:
+        """``<namespace>/<name>``: how log lines name the swarm."""
+        return self.w.keys.label
+
     def point(self, name: str) -> None:
         """A named write point (``before:<step>``/``after:<step>``): the fault hook may raise here."""
         self.faults(name)
@@ -70,6 +75,7 @@ class Ctx:
         compatibility_key: str,
         *,
         restored_from: str | None = None,
+        namespace: str | None = None,
     ) -> CheckpointSummary | None:
         """The newest complete checkpoint of the attempt compatible with ``compatibility_key``.
 
@@ -77,7 +83,9 @@ class Ctx:
         that died before its first capture) offers the checkpoint of the attempt it restored from
         (``restored_from``), the one its own directive named, which it would restore again.
         """
-        scope = StoreScope(swarm=self.swarm, task_id=task_id, task_generation=task_generation)
+        scope = StoreScope(
+            swarm=self.swarm, task_id=task_id, task_generation=task_generation, namespace=namespace
+        )
         listed = self.catalog.list_checkpoints(scope, execution_id=execution_id)
         found = usable_checkpoint(listed, compatibility_key)
         if found is None and restored_from is not None and restored_from != execution_id:

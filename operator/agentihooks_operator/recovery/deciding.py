@@ -112,6 +112,7 @@ def accept(
             ),
             admitted_at_ms=now,
             epoch=ctx.w.epoch,
+            store_namespace=record.store_namespace,
         )
         new = new_record.execution_id
         decision = DecisionRecord(

@@ -70,7 +70,7 @@ def fence_step(ctx: Ctx, att: Attempt, failure: Failure, report: PassReport) -> 
     if not answer["ok"]:
         log.info(
             "recovery of swarm %s: %s (generation %s) is not the current attempt of seat %s: not fenced (%s)",
-            ctx.swarm,
+            ctx.label,
             eid,
             failure.generation,
             failure.seat,
@@ -146,6 +146,7 @@ def recover(
             record.task_generation,
             spec.compatibility_key,
             restored_from=record.restore_from.execution_id if record.restore_from else None,
+            namespace=record.store_namespace,
         )
     choice = automatic_choice(fence, automation=automation, paused=paused, checkpoint=checkpoint)
     if row is None and choice is not None:

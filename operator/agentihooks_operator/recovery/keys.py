@@ -109,6 +109,11 @@ class SwarmKeys:
             return "{" + self.swarm + "}"
         return SwarmId(self.namespace, self.swarm).hash_tag
 
+    @property
+    def label(self) -> str:
+        """How logs, metrics and Events name this swarm: ``<namespace>/<name>`` (or the name alone)."""
+        return self.swarm if self.namespace is None else f"{self.namespace}/{self.swarm}"
+
     def part(self, name: str) -> str:
         """The full key of ``name`` (one of :data:`SCRIPT_PARTS`)."""
         if name not in SCRIPT_PARTS:

@@ -105,6 +105,7 @@ def plan_for(record: AttemptRecord, token: str, epoch: int, *, resumed: bool = F
         compatibility_key=record.compatibility_key,
         epoch=epoch,
         resumed=resumed,
+        store_namespace=record.store_namespace,
     )
 
 
@@ -162,7 +163,7 @@ def _launch_locked(
             },
         )
         if answer.get("changed"):
-            log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.swarm, eid, e.message)
+            log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.label, eid, e.message)
         return None
     ctx.point("after:launch")
     marks, finish = [[eid, "launch", "ok"]], [eid]

@@ -49,7 +49,7 @@ class Lease:
                 self.lost += 1
                 log.warning(
                     "recovery of swarm %s: %s lost the lease to %s (epoch %s); it changes nothing now",
-                    self.w.keys.swarm,
+                    self.w.keys.label,
                     self.w.holder,
                     answer.get("owner"),
                     answer.get("epoch"),
@@ -60,7 +60,7 @@ class Lease:
             self.taken += 1
             log.info(
                 "recovery of swarm %s: %s took the lease at epoch %s",
-                self.w.keys.swarm,
+                self.w.keys.label,
                 self.w.holder,
                 answer["epoch"],
             )

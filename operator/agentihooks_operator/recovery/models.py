@@ -63,6 +63,8 @@ class LaunchPlan(_Model):
     #: Sent again after a crash left the launch ``unknown`` (a new credential): the launcher then
     #: writes the credential Secret before the Pod, never beside it.
     resumed: bool = False
+    #: The namespace of the attempt's checkpoint scope (``AttemptRecord.store_namespace``).
+    store_namespace: str | None = None
 
 
 class DecisionResult(_Model):

@@ -128,7 +128,7 @@ def _phases(
             _merge(report, parts, ids)
             raise
         except Exception:
-            log.exception("recovery of swarm %s: fencing %s failed; retried next pass", ctx.swarm, eid)
+            log.exception("recovery of swarm %s: fencing %s failed; retried next pass", ctx.label, eid)
             fence = None
         if fence is None:
             del found[eid]
@@ -186,9 +186,9 @@ def _steps(
         except (InjectedFault, LeaseLost):
             raise
         except OperatorError as e:  # a known failure (e.g. the API refused a call): its message says it
-            log.warning("recovery of swarm %s: step of %s failed (%s); retried next pass", ctx.swarm, eid, e)
+            log.warning("recovery of swarm %s: step of %s failed (%s); retried next pass", ctx.label, eid, e)
         except Exception:
-            log.exception("recovery of swarm %s: step of %s failed; retried next pass", ctx.swarm, eid)
+            log.exception("recovery of swarm %s: step of %s failed; retried next pass", ctx.label, eid)
 
     return run
 

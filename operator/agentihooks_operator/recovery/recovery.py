@@ -65,10 +65,13 @@ class Recovery:
         clock: Callable[[], int] | None = None,
         faults: FaultInjector | None = None,
         brokers: BrokerSource | None = None,
+        namespace: str | None = None,
     ) -> None:
         if not holder or len(holder) > 200:
             raise ValueError("holder must name this controller (1-200 characters)")
-        self.keys = SwarmKeys(prefix, swarm)
+        #: ``namespace`` given: the Swarm's keys carry namespace and name (what the operator uses);
+        #: without it, the name-only layout of earlier releases (kept for ``migrate-keys`` and tests).
+        self.keys = SwarmKeys(prefix, swarm, namespace)
         self._w = Writer(client, self.keys, holder, clock)
         self._lease = Lease(self._w, lease_ms)
         self._ctx = Ctx(self._w, catalog, launcher, faults or no_faults, clock)
@@ -122,7 +125,7 @@ class Recovery:
 
     def _leader(self) -> None:
         if self._w.epoch == 0 and not self.acquire():
-            raise LeaseLost(f"{self._w.holder} does not hold the lease of swarm {self.keys.swarm}")
+            raise LeaseLost(f"{self._w.holder} does not hold the lease of swarm {self.keys.label}")
 
     # -- passes ------------------------------------------------------------------------------
     def ensure_seats(self, spec: SwarmSpec, *, batch: int = seats.BATCH) -> list[LaunchPlan]:
@@ -136,7 +139,7 @@ class Recovery:
 
         def renew() -> None:
             if not self.acquire():
-                raise LeaseLost(f"{self._w.holder} lost the lease of swarm {self.keys.swarm} while admitting")
+                raise LeaseLost(f"{self._w.holder} lost the lease of swarm {self.keys.label} while admitting")
 
         return seats.ensure_seats(self._ctx, spec, renew, batch)
 
@@ -148,7 +151,7 @@ class Recovery:
         try:
             if not self.acquire():
                 log.info(
-                    "recovery of swarm %s: lease held by another controller; pass skipped", self.keys.swarm
+                    "recovery of swarm %s: lease held by another controller; pass skipped", self.keys.label
                 )
                 return report
             report.leader, report.epoch = True, self._w.epoch

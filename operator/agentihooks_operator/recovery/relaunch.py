@@ -217,6 +217,7 @@ def relaunch(
         admitted_at_ms=ctx.now_ms(),
         epoch=ctx.w.epoch,
         relaunch_of=att.execution_id,
+        store_namespace=record.store_namespace,
     )
     new = new_record.execution_id
     grant = GrantRecord(

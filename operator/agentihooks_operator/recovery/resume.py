@@ -149,7 +149,7 @@ def resume(
     except Exception as e:
         log.error(
             "recovery of swarm %s: resume of %s stopped (%s); its record is dropped",
-            ctx.swarm,
+            ctx.label,
             call,
             type(e).__name__,
         )
@@ -157,7 +157,7 @@ def resume(
             held.drop(ctx, call)
         except Exception as dropped:
             log.error(
-                "recovery of swarm %s: %s could not be dropped (%s)", ctx.swarm, call, type(dropped).__name__
+                "recovery of swarm %s: %s could not be dropped (%s)", ctx.label, call, type(dropped).__name__
             )
         now, _ = one(ctx.w, rec.execution_id)
         return answer_of(rec, now, token=None, kept=kept, error="resume_failed")

@@ -75,6 +75,7 @@ def _admit_batch(ctx: Ctx, spec: SwarmSpec, chunk: list[SeatSpec]) -> list[Launc
             task_text=seat.task.text,
             admitted_at_ms=now,
             epoch=ctx.w.epoch,
+            store_namespace=ctx.w.keys.namespace,
         )
         grant = GrantRecord(grant_id=record.grant_id, seat=seat.name, generation=1, state="active")
         row = LedgerRow(task_id=seat.task.id, seat=seat.name, text=seat.task.text, task_generation=1)
@@ -125,7 +126,7 @@ def _launch(ctx: Ctx, record: AttemptRecord, token: str) -> LaunchPlan | None:
                 "detail": e.message,
             }
             if ctx.w.run("blocked", blocked).get("changed"):
-                log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.swarm, eid, e.message)
+                log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.label, eid, e.message)
             return None
         ctx.point("after:launch")
     return plan

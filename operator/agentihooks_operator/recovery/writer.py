@@ -84,13 +84,13 @@ class Writer:
                 self.refused += 1
             log.warning(
                 "recovery of swarm %s: %s lost the lease (epoch %s, now %s): the %s write changed nothing",
-                self.keys.swarm,
+                self.keys.label,
                 self.holder,
                 self.epoch,
                 answer.get("epoch"),
                 name,
             )
-            raise LeaseLost(f"{self.holder} does not hold the lease of swarm {self.keys.swarm}")
+            raise LeaseLost(f"{self.holder} does not hold the lease of swarm {self.keys.label}")
         with self._lock:
             self.applied += 1
         return answer

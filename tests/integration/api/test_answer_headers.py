@@ -20,7 +20,13 @@ LEDGER = ["/ledger/swarm-a", "/ledger/static/ledger.js", "/v1/swarms/swarm-a/led
 
 def concrete(w: World, template: str) -> str:
     live = w.first["swarm-a"].execution_id
-    values = {"swarm": "swarm-a", "seat": "eng-1", "execution": live, "call": "rc-0123456789abcdef"}
+    values = {
+        "namespace": "default",
+        "swarm": "swarm-a",
+        "seat": "eng-1",
+        "execution": live,
+        "call": "rc-0123456789abcdef",
+    }
     return template.format(**values)
 
 

@@ -36,8 +36,15 @@ ROUTES = credentialed_routes()
 def names(w: World, *, real: bool) -> dict[str, str]:
     if real:
         live = w.first["swarm-a"].execution_id
-        return {"swarm": "swarm-a", "seat": "eng-1", "execution": live, "call": "rc-0123456789abcdef"}
+        return {
+            "namespace": "default",
+            "swarm": "swarm-a",
+            "seat": "eng-1",
+            "execution": live,
+            "call": "rc-0123456789abcdef",
+        }
     return {
+        "namespace": "no-such-namespace",
         "swarm": "no-such-swarm",
         "seat": "eng-9",
         "execution": "exe-" + "f" * 32,

@@ -165,7 +165,14 @@ def test_a_master_cannot_probe_which_executions_exist(world: World) -> None:
 def test_replica_without_the_lease_records_the_request_for_the_leaders_next_pass(world: World) -> None:
     eid = world.fail()
     leader = world.recoveries["swarm-a"]
-    other = Recovery(world.client, "swarm-a", holder="ctl-b", catalog=world.store, launcher=world.launcher)
+    other = Recovery(
+        world.client,
+        "swarm-a",
+        holder="ctl-b",
+        catalog=world.store,
+        launcher=world.launcher,
+        namespace="default",
+    )
     registry = SwarmRegistry(Secrets({"master-a": world.tokens[MASTER_A]}))
     registry.publish("swarm-a", other, world.specs["swarm-a"], holder="ctl-b")
     state = ApiState(registry=registry, redis=world.client, operator_hash=world.state.operator_hash)

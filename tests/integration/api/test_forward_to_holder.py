@@ -48,7 +48,9 @@ def second_replica(world: World, redis_url: str, operator_token: str | None = No
     registry = SwarmRegistry(Secrets({"master-a": "unused", "master-b": "unused"}))
     standby = {}
     for swarm, spec in world.specs.items():
-        standby[swarm] = Recovery(client, swarm, holder="ctl-b", catalog=world.store, launcher=world.launcher)
+        standby[swarm] = Recovery(
+            client, swarm, holder="ctl-b", catalog=world.store, launcher=world.launcher, namespace="default"
+        )
         assert not standby[swarm].acquire()  # ctl-a holds it
         registry.publish(swarm, standby[swarm], spec, holder="ctl-b")
     token = operator_token or world.tokens["operator"]

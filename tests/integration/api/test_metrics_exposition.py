@@ -46,7 +46,9 @@ def test_swarm_global_figures_are_exported_once_over_two_replicas(world: World, 
     client = redis.Redis.from_url(redis_url)
     registry = SwarmRegistry()
     for swarm, spec in world.specs.items():
-        standby = Recovery(client, swarm, holder="ctl-b", catalog=world.store, launcher=MemoryLauncher())
+        standby = Recovery(
+            client, swarm, holder="ctl-b", catalog=world.store, launcher=MemoryLauncher(), namespace="default"
+        )
         assert not standby.acquire()  # ctl-a holds it
         registry.publish(swarm, standby, spec, holder="ctl-b")
     state = ApiState(registry=registry, redis=client)

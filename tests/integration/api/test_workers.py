@@ -110,7 +110,14 @@ def test_reports_to_a_replica_without_the_lease_answer_503_and_change_nothing(wo
 
     plan = world.first["swarm-b"]
     token = plan.worker_token.get_secret_value()
-    other = Recovery(world.client, "swarm-b", holder="ctl-b", catalog=world.store, launcher=world.launcher)
+    other = Recovery(
+        world.client,
+        "swarm-b",
+        holder="ctl-b",
+        catalog=world.store,
+        launcher=world.launcher,
+        namespace="default",
+    )
     registry = SwarmRegistry(Secrets())
     registry.publish("swarm-b", other, world.specs["swarm-b"], holder="ctl-b")
     before = world.client.hget(world.recoveries["swarm-b"].keys.heartbeats, plan.execution_id)

@@ -74,9 +74,30 @@ COUNTERS = {
 }
 
 
-def _entry(name: str = 'a"b') -> SwarmEntry:
+def _entry(name: str = 'a"b', namespace: str = "default") -> SwarmEntry:
     rec = _Recovery(COUNTERS, [_Card("awaiting decision"), _Card("bound")], (3, 1))
-    return SwarmEntry(name, rec, swarm_with_masters({}), "h", pass_seconds=0.25)  # type: ignore[arg-type]
+    return SwarmEntry(
+        name,
+        rec,  # type: ignore[arg-type]
+        swarm_with_masters({}),
+        "h",
+        namespace=namespace,
+        pass_seconds=0.25,
+    )
+
+
+def test_same_named_swarms_of_two_namespaces_are_two_series_never_one_sample_twice() -> None:
+    state = _State(True)
+    body, _ = render(state, [_entry("eng", "team-a"), _entry("eng", "team-b")], OPENMETRICS)  # type: ignore[arg-type]
+    families = {f.name: f for f in parse_openmetrics(body.decode())}  # a duplicate sample fails to parse
+    held = [s.labels for s in families["agentihooks_lease_held"].samples]
+    assert held == [{"namespace": "team-a", "swarm": "eng"}, {"namespace": "team-b", "swarm": "eng"}]
+    fences = {
+        s.labels["namespace"]
+        for s in families["agentihooks_fences"].samples
+        if s.name.endswith("_total") and s.labels["reason"] == "oom_killed"
+    }
+    assert fences == {"team-a", "team-b"}
 
 
 def _samples(state: _State, accept: str = OPENMETRICS) -> dict[str, list[Sample]]:
@@ -91,17 +112,19 @@ def _samples(state: _State, accept: str = OPENMETRICS) -> dict[str, list[Sample]
 
 
 def _value(samples: dict[str, list[Sample]], name: str, **labels: str) -> float | None:
+    """The sample of ``name`` with exactly ``labels`` (a per-swarm family's ``namespace`` label is
+    the entries' own, ``default``, unless ``labels`` names another)."""
     for s in samples.get(name, []):
-        if s.labels == labels:
+        if s.labels == labels or ("swarm" in labels and s.labels == {"namespace": "default", **labels}):
             return float(s.value)
     return None
 
 
 def test_the_openmetrics_parser_accepts_every_family_and_counters_end_in_total() -> None:
     state = _State(True)
-    state.metrics.observe_pass('a"b', 0.3)
-    state.metrics.observe_failover('a"b', "automation", 1.5)
-    state.metrics.worker_report('a"b', "exe-1", "native", None, 2.0)
+    state.metrics.observe_pass(("default", 'a"b'), 0.3)
+    state.metrics.observe_failover(("default", 'a"b'), "automation", 1.5)
+    state.metrics.worker_report(("default", 'a"b'), "exe-1", "native", None, 2.0)
     body, content_type = render(state, [_entry()], OPENMETRICS)  # type: ignore[arg-type]
     assert content_type.startswith("application/openmetrics-text; version=1.0.0")
     families = {f.name: f for f in parse_openmetrics(body.decode())}

@@ -14,7 +14,13 @@ from agentihooks_operator.api.openapi import document
 from agentihooks_operator.recovery.models import RecoveryEvent
 
 #: Served without being API operations: the ledger pages' HTML shells (index, swarm) and static files.
-NOT_OPERATIONS = {"/ledger", "/ledger/", "/ledger/{swarm}", "/ledger/static/{name}"}
+NOT_OPERATIONS = {
+    "/ledger",
+    "/ledger/",
+    "/ledger/{swarm}",
+    "/ledger/{namespace}/{swarm}",
+    "/ledger/static/{name}",
+}
 
 
 def served() -> set[tuple[str, str]]:

@@ -310,6 +310,7 @@ class RemoteStore(CheckpointStore):
             "swarm": scope.swarm,
             "task_id": scope.task_id,
             "task_generation": str(scope.task_generation),
+            **({"namespace": scope.namespace} if scope.namespace is not None else {}),
             **extra,
         }
 

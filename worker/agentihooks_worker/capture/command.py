@@ -45,6 +45,9 @@ def capture_command(  # noqa: PLR0917
     native_file: Annotated[list[str] | None, Opt(help="Native session file, home-relative; repeat.")] = None,
     session_id: Annotated[str | None, Opt(help="Native session id.")] = None,
     harness_version: Annotated[str | None, Opt(help="Harness version the session was written by.")] = None,
+    namespace: Annotated[
+        str | None, Opt(help="The Swarm's namespace (store scope; omit for the name-only layout).")
+    ] = None,
 ) -> None:
     """Capture a checkpoint and commit it to the configured store."""
     try:
@@ -54,7 +57,9 @@ def capture_command(  # noqa: PLR0917
                 "no checkpoint store is configured (set AGENTIHOOKS_CHECKPOINT_ROOT or _BUCKET)"
             )
         req = CaptureRequest(
-            scope=StoreScope(swarm=swarm, task_id=task_id, task_generation=task_generation),
+            scope=StoreScope(
+                swarm=swarm, task_id=task_id, task_generation=task_generation, namespace=namespace
+            ),
             checkpoint_id=checkpoint_id,
             checkpoint_sequence=sequence,
             execution_id=execution_id,

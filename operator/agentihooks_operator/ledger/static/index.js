@@ -54,7 +54,7 @@
       const li = el('li', 'swarm');
       li.dataset.swarm = s.swarm;
       const a = el('a', null, s.swarm);
-      a.href = '/ledger/' + encodeURIComponent(s.swarm);
+      a.href = '/ledger/' + (s.namespace ? encodeURIComponent(s.namespace) + '/' : '') + encodeURIComponent(s.swarm);
       li.append(a);
       const seats = Array.isArray(s.seats) ? s.seats : [];
       li.append(el('span', 'hint seats', ' ' + seats.length + (seats.length === 1 ? ' seat' : ' seats')));

@@ -7,6 +7,10 @@
   const { $, el, api: call, bind } = window.LedgerSession;
   const body = document.body;
   const swarm = body.dataset.swarm;
+  const namespace = body.dataset.namespace || '';
+  // Named by namespace and name when the page was opened that way (/ledger/<namespace>/<name>).
+  const swarmPath = (namespace ? '/v1/namespaces/' + encodeURIComponent(namespace) : '/v1') +
+    '/swarms/' + encodeURIComponent(swarm);
   const pollMs = Math.max(200, Number(body.dataset.pollMs) || 2000);
   let token = window.LedgerSession.stored();
   let caller = null;
@@ -70,7 +74,7 @@
     clearTimeout(timer);
     if (!token) return;
     const mine = ++seq;
-    const r = await api('GET', '/v1/swarms/' + encodeURIComponent(swarm) + '/ledger');
+    const r = await api('GET', swarmPath + '/ledger');
     if (mine !== seq || !token) return;
     if (r.ok) {
       show('problem', false);
@@ -119,7 +123,7 @@
     const sw = $('pause-switch');
     const pausing = sw.dataset.paused !== 'true';
     sw.disabled = true;
-    const r = await api('POST', '/v1/swarms/' + encodeURIComponent(swarm) + (pausing ? '/pause' : '/unpause'));
+    const r = await api('POST', swarmPath + (pausing ? '/pause' : '/unpause'));
     sw.disabled = false;
     const problem = $('pause-problem');
     if (r.ok) {
@@ -286,7 +290,7 @@
     const payload = { execution_id: rr.execution_id };
     if (caller.kind === 'master') payload.agent = caller.agent;
     const path =
-      '/v1/swarms/' + encodeURIComponent(swarm) + '/seats/' + encodeURIComponent(card.seat) + '/relaunch';
+      swarmPath + '/seats/' + encodeURIComponent(card.seat) + '/relaunch';
     const r = await api('POST', path, payload);
     busy.delete(eid);
     if (r.ok) {
