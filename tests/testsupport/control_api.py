@@ -153,7 +153,10 @@ class World:
         if kind != "context":
             kw.setdefault("session_id", "sess-1")
         scope = StoreScope(
-            swarm=kw.pop("swarm", "swarm-a"), task_id=kw.pop("task_id", "task-1"), task_generation=1
+            swarm=kw.pop("swarm", "swarm-a"),
+            task_id=kw.pop("task_id", "task-1"),
+            task_generation=1,
+            namespace=kw.pop("namespace", "default"),  # the world's swarms: namespaced, as the operator's
         )
         return build_checkpoint(
             self.store,

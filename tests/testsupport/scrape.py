@@ -29,5 +29,18 @@ def scrape(url: str, accept: str | None = OPENMETRICS) -> Samples:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The sample ``name`` with exactly ``labels``, or None."""
-    return samples.get((name, frozenset(labels.items())))
+    """The sample ``name`` with exactly ``labels``, or None.
+
+    A per-swarm sample carries its Swarm's ``namespace`` label; asked by ``swarm`` without one, the
+    one sample of that swarm in any namespace is meant (two are an error: name the namespace).
+    """
+    exact = samples.get((name, frozenset(labels.items())))
+    if exact is not None or "swarm" not in labels or "namespace" in labels:
+        return exact
+    found = [
+        v
+        for (n, got), v in samples.items()
+        if n == name and "namespace" in dict(got) and {k: x for k, x in got if k != "namespace"} == labels
+    ]
+    assert len(found) <= 1, f"{name}{labels}: several namespaces hold this swarm; name the namespace"
+    return found[0] if found else None

@@ -123,8 +123,8 @@ class SwarmRegistry:
         """
         with self._lock:
             held = {k: e for k, e in self._entries.items() if k.name == name}
-        if namespace is not None:
-            return held.get(SwarmId(namespace, name)) if held else None
+        if namespace is not None:  # compared, never parsed: an unusable namespace is just not served
+            return next((e for k, e in held.items() if k.namespace == namespace), None)
         if not held:
             return None
         return held[resolve(name, held)]

@@ -1,17 +1,23 @@
-"""``agentihooks admin migrate-keys SWARM``: move a swarm's Redis keys from the original's names to ours.
+"""``agentihooks admin migrate-keys SWARM -n NAMESPACE``: move a swarm's Redis keys to today's names.
 
 The original swarm v2 names a swarm's keys ``<root>:swarm:<slug>:<part>``;
-this product wraps the slug in a Redis Cluster hash tag,
-``<root>:swarm:{<slug>}:<part>`` (docs/concepts.md, "The keyspace"). The
-command talks to Redis directly (``--redis-url``, as the operator's
-``AGENTIHOOKS_REDIS_URL``), never to the control API, and:
+earlier releases of this product ``<root>:swarm:{<slug>}:<part>``; this one
+puts the Swarm's namespace into the Redis Cluster hash tag,
+``<root>:swarm:{<namespace>/<slug>}:<part>`` (docs/concepts.md, "The
+keyspace"), so same-named Swarms of two namespaces never share a key. The
+namespace is always named (``-n``): only the person migrating knows which
+namespace's Swarm the name-only keys belonged to. The command talks to Redis
+directly (``--redis-url``, as the operator's ``AGENTIHOOKS_REDIS_URL``), never
+to the control API, and:
 
 * refuses while any controller holds the swarm's lease — the original's
-  ``control-owner`` or ours — naming the holder, so nothing moves under a
-  running controller (each move re-checks both in the same transaction);
+  ``control-owner``, an earlier release's or this one's — naming the holder,
+  so nothing moves under a running controller (each move re-checks them all in
+  the same transaction);
 * without ``--apply`` prints what it would do and changes nothing;
-* moves every key under the original's name (values and TTLs unchanged) to
-  the hash-tagged name; where both exist it keeps identical copies once,
+* moves every key under an old name (values and TTLs unchanged) to the
+  namespaced name, the original's first, then the earlier release's; where
+  both exist it keeps identical copies once,
   merges hashes whose fields do not disagree, raises ``control-epoch`` to the
   larger of the two (a fencing token never goes back) and reports anything
   else as a conflict, touching neither key;
@@ -20,8 +26,10 @@ command talks to Redis directly (``--redis-url``, as the operator's
   ``attempt-records``;
 * drops an expired lease record left without a time-to-live.
 
-Running it twice is harmless: the second run finds nothing to move. It exits
-1 when it refuses (lease held) or when conflicts remain.
+Each key moves in one transaction (``RENAMENX`` under ``WATCH``), so a run
+killed at any point leaves every key under exactly one name, and running it
+again finishes the job; the second run of a finished migration finds nothing
+to move. It exits 1 when it refuses (lease held) or when conflicts remain.
 """
 
 from __future__ import annotations
@@ -109,13 +117,19 @@ Write = Callable[[Any], Any]
 
 
 class KeyMigration:
-    """Plans and applies the move of one swarm's keys; each write is one WATCH/MULTI transaction."""
+    """Plans and applies the move of one swarm's keys to ``keys`` (their names today); each write is
+    one WATCH/MULTI transaction."""
 
     def __init__(self, client: redis.Redis, keys: SwarmKeys) -> None:
         self.r = client
         self.keys = keys
-        #: The original's lease record and ours.
-        self.owners = (keys.unbraced("control-owner"), keys.control_owner)
+        #: Where old keys live, in the order they move: the original's unbraced names, then (for a
+        #: namespaced target) an earlier release's name-only hash tag.
+        self.sources: tuple[str, ...] = (keys.unbraced(""),)
+        if keys.namespace is not None:
+            self.sources += (SwarmKeys(keys.prefix, keys.swarm).braced(""),)
+        #: Every lease record that must be free: each old layout's, and the target's.
+        self.owners = (*(src + "control-owner" for src in self.sources), keys.control_owner)
 
     # -- the lease -------------------------------------------------------------------------------
     def _now_ms(self) -> int:
@@ -147,9 +161,16 @@ class KeyMigration:
 
     # -- planning --------------------------------------------------------------------------------
     def original_keys(self) -> list[str]:
-        """Every key under the original's names of this swarm, but its lease record."""
-        found = {_text(k) for k in self.r.scan_iter(match=self.keys.unbraced("*"), count=500)}
-        return sorted(found - {self.owners[0]})
+        """Every key under an old name of this swarm but its lease records, the original's first."""
+        out: list[str] = []
+        for src in self.sources:
+            found = {_text(k) for k in self.r.scan_iter(match=_glob(src) + "*", count=500)}
+            out += sorted(found - set(self.owners))
+        return out
+
+    def _target_of(self, source: str) -> str:
+        src = next(p for p in self.sources if source.startswith(p))
+        return self.keys.braced(source[len(src) :])
 
     def _content(self, key: str) -> tuple[str, Any]:
         kind = _text(self.r.type(key))
@@ -172,9 +193,8 @@ class KeyMigration:
 
     def plan_key(self, source: str) -> tuple[Step, Write | None]:
         """The step for one original key and the write that does it (``None``: nothing to write)."""
-        part = source[len(self.keys.unbraced("")) :]
-        target = self.keys.braced(part)
-        if part == "control-epoch":
+        target = self._target_of(source)
+        if target == self.keys.control_epoch:
             old, new = self._epoch(source), self._epoch(target)
             if old is None or new is None:
                 return Step("conflict", source, target, "an epoch that is not an integer"), None
@@ -270,7 +290,7 @@ class KeyMigration:
             self._transaction([], partial(_drop, step))
             yield step
         for key in self.original_keys():
-            target = self.keys.braced(key[len(self.keys.unbraced("")) :])
+            target = self._target_of(key)
             result = self._transaction([key, target], partial(self.plan_key, key))
             if result is not None:
                 yield result
@@ -278,6 +298,11 @@ class KeyMigration:
         adopted = self._transaction([source, target], self.plan_adopt)
         if adopted is not None:
             yield adopted
+
+
+def _glob(text: str) -> str:
+    """``text`` as a literal in a SCAN pattern (its glob characters escaped)."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _drop(step: Step) -> tuple[Step, Write]:
@@ -302,8 +327,18 @@ def _connect(url: str, password: str | None) -> redis.Redis:
 
 
 @app.command("migrate-keys")
-def migrate_keys(
+def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
+    ctx: typer.Context,
     swarm: Annotated[str, typer.Argument(metavar="SWARM", help="The swarm's name (its key slug).")],
+    ns: Annotated[
+        str | None,
+        typer.Option(
+            "-n",
+            "--namespace",
+            help="The namespace of the Swarm these keys belong to (required: never guessed).",
+            show_default=False,
+        ),
+    ] = None,
     apply: Annotated[
         bool, typer.Option("--apply", help="Move the keys; without it, only print the plan.")
     ] = False,
@@ -320,23 +355,30 @@ def migrate_keys(
         str, typer.Option("--prefix", envvar="AGENTIHOOKS_SWARM_KEY_PREFIX", help="Root of every key.")
     ] = "agentihooks",
 ) -> None:
-    """Move SWARM's keys from the original's <root>:swarm:<slug>:<part> to <root>:swarm:{<slug>}:<part>."""
+    """Move SWARM's keys from the original's <root>:swarm:<slug>:<part> and an earlier release's
+    <root>:swarm:{<slug>}:<part> to <root>:swarm:{<namespace>/<slug>}:<part>."""
 
     def body() -> None:
         if not _ROOT.fullmatch(prefix):
             raise CliError(f"not a usable key prefix: {prefix!r}")
+        namespace = ns or (ctx.find_object(dict) or {}).get("namespace")
+        if not namespace:
+            raise CliError(
+                f"name the namespace of the Swarm {swarm!r} these keys belong to: "
+                f"agentihooks admin migrate-keys {swarm} -n <namespace>"
+            )
         try:
-            keys = SwarmKeys(prefix, swarm)
+            keys = SwarmKeys(prefix, swarm, namespace)
         except InvalidInput as e:
             raise CliError(str(e)) from e
         client = _connect(redis_url, redis_password)
         done: list[Step] = []
         try:
-            _migrate(KeyMigration(client, keys), swarm, apply=apply, done=done)
+            _migrate(KeyMigration(client, keys), keys.label, apply=apply, done=done)
         except LeaseHeld as e:
             changed = "Only the steps above were applied." if done else "Nothing was changed."
             raise CliError(
-                f"swarm {swarm}: a controller holds the lease ({e.key}): {e.holder}; stop it (or wait "
+                f"swarm {keys.label}: a controller holds the lease ({e.key}): {e.holder}; stop it (or wait "
                 f"until its lease expires) and run again. {changed}"
             ) from e
         except redis.RedisError as e:
@@ -353,7 +395,7 @@ def _migrate(m: KeyMigration, swarm: str, *, apply: bool, done: list[Step]) -> N
     head = "migrating" if apply else "dry run (nothing is changed; --apply migrates)"
     typer.echo(f"swarm {swarm}, root {m.keys.prefix}: {head}")
     if not planned:
-        typer.echo("nothing to migrate: no key under the original's names")
+        typer.echo("nothing to migrate: no key under an old name")
         return
     for step in m.apply() if apply else iter(planned):
         typer.echo("  " + step.line(applied=apply))

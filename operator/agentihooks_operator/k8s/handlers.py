@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from .. import instruments
 from ..instruments import TimedLauncher
-from ..recovery import HttpBrokers, LeaseLost, Recovery
+from ..recovery import HttpBrokers, LeaseLost, Recovery, layout
 from ..recovery.clock import RedisClock
 from ..recovery.errors import RecoveryError
 from ..recovery.identity import SwarmId
@@ -83,6 +83,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.posting.level = logging.WARNING
     if memo.get("redis") is None:
         memo["redis"] = connect_redis(config)
+    _refuse_unmigrated(memo["redis"], config.swarm_key_prefix)
     if memo.get("kube") is None:
         try:
             memo["kube"] = KubeClient.from_environment(agent=f"agentihooks-operator/{config.operator_id}")
@@ -102,6 +103,19 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.setdefault("passes", {})
     memo.setdefault("refusals", {})
     log.info("operator %s started", config.operator_id)
+
+
+def _refuse_unmigrated(client: redis.Redis, prefix: str) -> None:
+    """Stop the operator (with the command to run) while swarms remain under name-only keys; a Redis
+    that does not answer yet is retried, never skipped."""
+    try:
+        names = layout.unmigrated(client, prefix)
+    except redis.RedisError as e:
+        raise kopf.TemporaryError(f"cannot check the Redis keyspace's layout yet: {e}", delay=2) from e
+    if names:
+        message = layout.refusal(names, prefix)
+        log.error("%s", message)
+        raise kopf.PermanentError(message)
 
 
 def _start_placement(memo: kopf.Memo, config: OperatorConfig) -> Placement:

@@ -95,7 +95,9 @@ def test_one_masters_streams_stop_at_its_share_and_everyone_else_is_answered(wor
 
 def _upload_head(w: World, new: str, size: int, data: bytes) -> bytes:
     key = "objects/sha256/" + hashlib.sha256(data).hexdigest()
-    query = urlencode({"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "key": key})
+    query = urlencode(
+        {"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "namespace": "default", "key": key}
+    )
     host = urlparse(w.url).netloc
     return (
         f"PUT /v1/executions/{new}/checkpoint-store/object?{query} HTTP/1.1\r\nHost: {host}\r\n"
@@ -151,7 +153,13 @@ def test_uploads_together_never_spool_past_the_shared_budget(world: World, tmp_p
     until(lambda: not any(spool.iterdir()), "no spool file left")
     # With room again the same upload goes through.
     key = "objects/sha256/" + hashlib.sha256(second).hexdigest()
-    params = {"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "key": key}
+    params = {
+        "swarm": "swarm-a",
+        "task_id": "task-1",
+        "task_generation": "1",
+        "namespace": "default",
+        "key": key,
+    }
     r = world.call(
         "PUT",
         f"/v1/executions/{new}/checkpoint-store/object",

@@ -168,7 +168,9 @@ def test_an_upload_that_pauses_too_long_is_408_and_leaves_no_file(
         w.state.spool_dir = str(tmp_path / "spool")
         (tmp_path / "spool").mkdir()
         eid = w.first["swarm-a"].execution_id
-        query = f"key=objects/sha256/{'0' * 64}&swarm=swarm-a&task_id=task-1&task_generation=1"
+        query = (
+            f"key=objects/sha256/{'0' * 64}&swarm=swarm-a&task_id=task-1&task_generation=1&namespace=default"
+        )
         with socket.create_connection(address(w), timeout=BOUND) as s:
             s.sendall(
                 f"PUT /v1/executions/{eid}/checkpoint-store/object?{query} HTTP/1.1\r\nHost: x\r\n"

@@ -97,12 +97,12 @@ async def test_operator_process_serves_the_api_for_its_swarms(
         denied = await http.get("/v1/swarms/example/status", headers={"Authorization": "Bearer someone-else"})
         assert denied.status_code == 401, "an unknown token is not authenticated"
         metrics = (await http.get("/metrics")).text
-        assert 'agentihooks_lease_held{swarm="example"} 1' in metrics
+        assert f'agentihooks_lease_held{{namespace="{ns}",swarm="example"}} 1' in metrics
 
         async def pass_duration() -> float | None:
             text = (await http.get("/metrics")).text
             for line in text.splitlines():
-                if line.startswith('agentihooks_pass_duration_seconds{swarm="example"} '):
+                if line.startswith(f'agentihooks_pass_duration_seconds{{namespace="{ns}",swarm="example"}} '):
                     return float(line.rsplit(" ", 1)[1])
             return None
 

@@ -108,17 +108,20 @@ def test_failover_latency_runs_from_the_fence_to_the_replacement_created(
         inner,
         metrics=metrics,
         client=client,
-        keys=SwarmKeys("agentihooks", swarm),
+        keys=SwarmKeys("agentihooks", swarm, "default"),
         clock=RedisClock(client),
     )
     from agentihooks_checkpoint.stores.local import LocalStore
 
-    r = Recovery(client, swarm, holder="ctl-a", catalog=LocalStore(tmp_path), launcher=launcher)
+    r = Recovery(
+        client, swarm, holder="ctl-a", catalog=LocalStore(tmp_path), launcher=launcher, namespace="default"
+    )
     spec = swarm_spec()
     first = r.ensure_seats(spec)[0]
     assert (
         metrics.registry.get_sample_value(
-            "agentihooks_failover_latency_seconds_count", {"swarm": swarm, "decider": "operator"}
+            "agentihooks_failover_latency_seconds_count",
+            {"namespace": "default", "swarm": swarm, "decider": "operator"},
         )
         is None
     ), "a first launch is no failover"
@@ -130,7 +133,7 @@ def test_failover_latency_runs_from_the_fence_to_the_replacement_created(
     r.decide(
         first.execution_id, "fresh", "operator", spec=spec
     )  # replayed: nothing created, nothing observed
-    labels = {"swarm": swarm, "decider": "operator"}
+    labels = {"namespace": "default", "swarm": swarm, "decider": "operator"}
     assert metrics.registry.get_sample_value("agentihooks_failover_latency_seconds_count", labels) == 1
     seconds = metrics.registry.get_sample_value("agentihooks_failover_latency_seconds_sum", labels)
     assert seconds is not None and seconds >= 0.3

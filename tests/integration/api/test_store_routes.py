@@ -15,7 +15,7 @@ from testsupport.checkpoints import build_checkpoint
 
 from .conftest import World
 
-SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
+SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1, namespace="default")
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -54,9 +54,12 @@ def test_other_checkpoints_and_other_scopes_cannot_be_read(world: World) -> None
     with pytest.raises(ControlRefused), remote.open_read(SCOPE, "objects/sha256/" + digest[7:]) as f:
         f.read()
     for scope in (
-        StoreScope(swarm="swarm-a", task_id="task-2", task_generation=1),
-        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=2),
-        StoreScope(swarm="swarm-b", task_id="task-1", task_generation=1),
+        StoreScope(swarm="swarm-a", task_id="task-2", task_generation=1, namespace="default"),
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=2, namespace="default"),
+        StoreScope(swarm="swarm-b", task_id="task-1", task_generation=1, namespace="default"),
+        # The same swarm, task and generation of another namespace, and the name-only layout.
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1, namespace="team-b"),
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1),
     ):
         with pytest.raises(ControlRefused) as e:
             remote.read_pointer(scope, built.checkpoint_id)
@@ -93,9 +96,11 @@ def test_writes_outside_the_own_scope_or_for_another_execution_are_refused(world
     data = b"some bytes"
     key = "objects/sha256/" + hashlib.sha256(data).hexdigest()
     for scope in (
-        StoreScope(swarm="swarm-a", task_id="task-2", task_generation=1),
-        StoreScope(swarm="swarm-b", task_id="task-1", task_generation=1),
-        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=3),
+        StoreScope(swarm="swarm-a", task_id="task-2", task_generation=1, namespace="default"),
+        StoreScope(swarm="swarm-b", task_id="task-1", task_generation=1, namespace="default"),
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=3, namespace="default"),
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1, namespace="team-b"),
+        StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1),
     ):
         with pytest.raises(ControlRefused) as e:
             remote.write_bytes(scope, key, data)
@@ -139,7 +144,13 @@ def test_writes_outside_the_own_scope_or_for_another_execution_are_refused(world
 def test_path_tricks_are_refused_and_nothing_is_written(world: World, key: str) -> None:
     _eid, _built, new, _remote = replacement(world)
     before = files(world.store.root)
-    params = {"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "key": key}
+    params = {
+        "swarm": "swarm-a",
+        "task_id": "task-1",
+        "task_generation": "1",
+        "namespace": "default",
+        "key": key,
+    }
     r = world.call(
         "PUT",
         f"/v1/executions/{new}/checkpoint-store/object",
@@ -170,6 +181,7 @@ def test_oversized_and_mismatched_uploads_are_refused_and_leave_nothing(world: W
         "swarm": "swarm-a",
         "task_id": "task-1",
         "task_generation": "1",
+        "namespace": "default",
         "key": "objects/sha256/" + hashlib.sha256(big).hexdigest(),
     }
     r = world.call(
@@ -213,7 +225,9 @@ def test_an_upload_cut_off_midway_leaves_nothing_behind(world: World) -> None:
     before = files(world.store.root)
     data = os.urandom(200_000)
     key = "objects/sha256/" + hashlib.sha256(data).hexdigest()
-    query = urlencode({"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "key": key})
+    query = urlencode(
+        {"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "namespace": "default", "key": key}
+    )
     u = urlparse(world.url)
     head = (
         f"PUT /v1/executions/{new}/checkpoint-store/object?{query} HTTP/1.1\r\n"
@@ -241,4 +255,4 @@ def test_an_upload_cut_off_midway_leaves_nothing_behind(world: World) -> None:
     path.write_bytes(data)
     remote.write_file(SCOPE, key, path)
     added = set(files(world.store.root)) - set(before)
-    assert added == {f"swarms/swarm-a/tasks/task-1/gen-1/{key}"}
+    assert added == {f"namespaces/default/swarms/swarm-a/tasks/task-1/gen-1/{key}"}

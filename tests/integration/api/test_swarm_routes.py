@@ -138,13 +138,21 @@ def test_metrics_exposes_every_family(world: World) -> None:
     world.checkpoint(eid)
     world.recoveries["swarm-a"].decide(eid, "resume", MASTER_A, spec=world.specs["swarm-a"])
     text = world.call("GET", "/metrics").text
-    assert 'agentihooks_fences_total{reason="oom_killed",swarm="swarm-a"} 1.0' in text
-    assert 'agentihooks_decisions_by_choice_total{choice="resume",swarm="swarm-a"} 1.0' in text
-    assert 'agentihooks_decisions_by_decider_total{decider="master",swarm="swarm-a"} 1.0' in text
-    assert 'agentihooks_restore_outcomes_by_type{swarm="swarm-a",type="native"} 0.0' in text
-    assert 'agentihooks_restore_outcomes_total{swarm="swarm-a",type="native"} 0.0' in text
-    assert 'agentihooks_lease_held{swarm="swarm-a"} 1.0' in text
-    assert 'agentihooks_seats_awaiting_decision{swarm="swarm-a"} 0.0' in text
+    assert 'agentihooks_fences_total{namespace="default",reason="oom_killed",swarm="swarm-a"} 1.0' in text
+    assert (
+        'agentihooks_decisions_by_choice_total{choice="resume",namespace="default",swarm="swarm-a"} 1.0'
+        in text
+    )
+    assert (
+        'agentihooks_decisions_by_decider_total{decider="master",namespace="default",swarm="swarm-a"} 1.0'
+        in text
+    )
+    assert (
+        'agentihooks_restore_outcomes_by_type{namespace="default",swarm="swarm-a",type="native"} 0.0' in text
+    )
+    assert 'agentihooks_restore_outcomes_total{namespace="default",swarm="swarm-a",type="native"} 0.0' in text
+    assert 'agentihooks_lease_held{namespace="default",swarm="swarm-a"} 1.0' in text
+    assert 'agentihooks_seats_awaiting_decision{namespace="default",swarm="swarm-a"} 0.0' in text
     assert "# TYPE agentihooks_refusals_total counter" in text
     for token in world.tokens.values():
         assert token not in text
