@@ -92,7 +92,9 @@ class Scenario:
     spread: float = 0.0
 
 
-async def make_running(kubelet: BenchKubelet, redis_url: str, swarm: str, pods: dict[str, Any]) -> None:
+async def make_running(
+    kubelet: BenchKubelet, redis_url: str, swarm: str, pods: dict[str, Any], namespace: str
+) -> None:
     """Bind and start every Pod, and record the native session each attempt holds (its heartbeat)."""
     gate = asyncio.Semaphore(8)
 
@@ -103,7 +105,7 @@ async def make_running(kubelet: BenchKubelet, redis_url: str, swarm: str, pods: 
     await asyncio.gather(*(start(p) for p in pods.values()))
     client = redis.Redis.from_url(redis_url)
     beat = json.dumps({"session_id": SESSION, "at_ms": int(time.time() * 1000)})
-    key = SwarmKeys("agentihooks", swarm).heartbeats
+    key = SwarmKeys("agentihooks", swarm, namespace).heartbeats
     client.hset(key, mapping={p["metadata"]["labels"][EXE]: beat for p in pods.values()})
     client.close()
 
@@ -210,7 +212,7 @@ async def scenario(
     )
     for i in range(rounds):
         pods = await watch.wait_newest(name, size, i + 1, within=args.wait)
-        await make_running(kubelet, redis_url, name, pods)
+        await make_running(kubelet, redis_url, name, pods, cluster.namespace)
         await asyncio.sleep(args.settle)  # the pass our Running patches triggered is over
         out.objects = await realplane.object_count(cluster)
         out.baseline += await probe.measure(args.samples)
@@ -242,7 +244,7 @@ async def fleet(
         await cluster.create_swarm(name, realplane.swarm_spec(size))
     pods = {name: await watch.wait_newest(name, size, 1, within=args.wait) for name in names}
     for name in names:
-        await make_running(kubelet, redis_url, name, pods[name])
+        await make_running(kubelet, redis_url, name, pods[name], cluster.namespace)
     await asyncio.sleep(max(args.settle, 3.0))
     out = Scenario(
         label=f"{swarms * size} simultaneous failures across {swarms} swarms",

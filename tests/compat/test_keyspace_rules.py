@@ -29,6 +29,10 @@ def test_keyspace_1_original_part_names_under_the_root_with_the_slug_hash_tagged
     for part in ("control-owner", "control-epoch", "attempt-fences", "attempt-recoveries", "recovery-paused"):
         assert part in SCRIPT_PARTS and part in ORIGINAL_KEYSPACE
     assert keys.image_pull_since == keys.braced("image-pull-since")
+    # What the operator uses today: the tag carries the namespace as well (one slot per Swarm still).
+    namespaced = SwarmKeys("team-root", SWARM, "team-a")
+    assert namespaced.control_owner == "team-root:swarm:{team-a/swarm-a}:control-owner"
+    assert namespaced.unbraced("heartbeats") == keys.unbraced("heartbeats")  # the original's names
 
 
 def test_keyspace_2_this_products_attempt_records_never_go_under_executions(redis_url: str) -> None:
@@ -54,10 +58,10 @@ def test_keyspace_3_the_originals_keys_once_migrated_are_read_by_the_recovery_co
     client.hset(old("heartbeats"), "exe-orig", json.dumps({"archive_watermark": 125, "at_ms": 17}))
     client.hset(old("executions"), "exe-orig", AGENT_RECORD)
     env = {"AGENTIHOOKS_REDIS_URL": redis_url}
-    done = CliRunner().invoke(app, ["admin", "migrate-keys", SWARM, "--apply"], env=env)
+    done = CliRunner().invoke(app, ["admin", "migrate-keys", SWARM, "-n", "default", "--apply"], env=env)
     assert done.exit_code == 0, done.output
 
-    r = Recovery(client, SWARM, holder="op-a", catalog=None, launcher=MemoryLauncher())  # type: ignore[arg-type]
+    r = Recovery(client, SWARM, holder="op-a", catalog=None, launcher=MemoryLauncher(), namespace="default")  # type: ignore[arg-type]
     assert r.acquire() and r.epoch == 42  # the fencing token continues past the original's
     owner = ControlOwner.model_validate_json(client.get(r.keys.control_owner))
     assert (owner.owner, owner.epoch) == ("op-a", 42) and owner.expires_at > 0
@@ -80,7 +84,9 @@ def test_keyspace_4_migrate_keys_refuses_while_the_originals_controller_holds_th
     )
     client.hset(old("heartbeats"), "exe-orig", "{}")
     out = CliRunner().invoke(
-        app, ["admin", "migrate-keys", SWARM, "--apply"], env={"AGENTIHOOKS_REDIS_URL": redis_url}
+        app,
+        ["admin", "migrate-keys", SWARM, "-n", "default", "--apply"],
+        env={"AGENTIHOOKS_REDIS_URL": redis_url},
     )
     assert out.exit_code == 1 and "orig-ctl (epoch 5)" in out.output
     assert client.hget(old("heartbeats"), "exe-orig") == b"{}"

@@ -23,6 +23,8 @@ from testsupport.control_api import MASTER_A, World, make_world
 from testsupport.original_records import EXECUTION, TRANSCRIPT, commit_original, original_manifest
 
 SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
+#: The same task generation as a Swarm of namespace ``default`` keeps it today (the test world's).
+WORLD_SCOPE = SCOPE.model_copy(update={"namespace": "default"})
 #: Fields of a newer minor this product does not know: one plain, one nested.
 NEWER = {"handoff_hint": {"by": "a newer writer", "steps": [1, 2, 3]}, "retention_class": "long"}
 
@@ -78,7 +80,7 @@ def test_manifest_7_the_controllers_routes_relay_a_2_9_record_with_its_unknown_f
     # Another writer's 2.9 record of the fenced attempt; it carries this product's optional
     # compatibility_key, so the controller may offer it for resume.
     rec = original_manifest(9, execution_id=eid, compatibility_key="v1", **NEWER)
-    data = commit_original(world.store, SCOPE, rec)
+    data = commit_original(world.store, WORLD_SCOPE, rec)
 
     listed = world.call("GET", "/v1/swarms/swarm-a/seats/eng-1/checkpoints", world.tokens[MASTER_A])
     assert listed.status_code == 200, listed.text
@@ -92,14 +94,14 @@ def test_manifest_7_the_controllers_routes_relay_a_2_9_record_with_its_unknown_f
     assert decision.directive is not None and decision.directive.recovery.value == "reconstructed"
     remote = RemoteStore(world.url, decision.replacement, world.worker_token(decision.replacement))
 
-    key, _ = remote.read_pointer(SCOPE, rec["checkpoint_id"])
-    served = remote.read_bytes(SCOPE, key, 1 << 20)
+    key, _ = remote.read_pointer(WORLD_SCOPE, rec["checkpoint_id"])
+    served = remote.read_bytes(WORLD_SCOPE, key, 1 << 20)
     assert served == data
     assert {k: json.loads(served)[k] for k in NEWER} == NEWER
     verdict = Validator().verify(
-        remote, SCOPE, rec["checkpoint_id"], execution_id=eid, execution_generation=1
+        remote, WORLD_SCOPE, rec["checkpoint_id"], execution_id=eid, execution_generation=1
     )
     assert verdict.ok, str(verdict)
     assert verdict.staged is None and verdict.record is not None
-    with remote.open_read(SCOPE, "objects/sha256/" + rec["artifact_hashes"]["transcript"][7:]) as f:
+    with remote.open_read(WORLD_SCOPE, "objects/sha256/" + rec["artifact_hashes"]["transcript"][7:]) as f:
         assert f.read() == TRANSCRIPT

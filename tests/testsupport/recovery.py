@@ -160,3 +160,17 @@ def dump_keys(client, pattern: str = "*") -> dict[bytes, object]:  # type: ignor
         else:
             out[k] = (kind, client.dump(k))
     return out
+
+
+def keys_of(client, swarm: str, prefix: str = "agentihooks"):  # type: ignore[no-untyped-def]
+    """The keys of the one namespace's ``swarm`` that Redis holds (the operator names keys by
+    namespace and name); two namespaces holding it is an error here. Before any key is written,
+    the keys of a namespace no test uses: every read of them is empty."""
+    from agentihooks_operator.recovery.keys import SwarmKeys
+
+    found = {
+        k.decode().split("{", 1)[1].split("/", 1)[0]
+        for k in client.scan_iter(match=f"{prefix}:swarm:{{*/{swarm}}}:*", count=1000)
+    }
+    assert len(found) <= 1, f"swarm {swarm} is held by several namespaces: {sorted(found)}"
+    return SwarmKeys(prefix, swarm, found.pop() if found else "not-written-yet")

@@ -44,6 +44,7 @@ def remote_launch(plan: LaunchPlan, control_url: str, project: str, swarm: str =
         "restore": plan.directive.model_dump(mode="json") if plan.directive else None,
         "restore_from": plan.restore_from.model_dump(mode="json") if plan.restore_from else None,
         "checkpoint_remote": True,
+        **({"store_namespace": plan.store_namespace} if plan.store_namespace else {}),
     }
 
 

@@ -31,8 +31,11 @@ def test_swarm_list_shows_what_the_caller_may_see(world: World, cli) -> None:  #
     r = cli("swarm", "list", token=world.tokens["operator"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0].split() == ["SWARM", "SEATS", "SEAT", "NAMES"]
-    assert [line.split()[0] for line in lines[1:]] == ["swarm-a", "swarm-b"]
+    assert lines[0].split() == ["NAMESPACE", "SWARM", "SEATS", "SEAT", "NAMES"]
+    assert [line.split()[:2] for line in lines[1:]] == [["default", "swarm-a"], ["default", "swarm-b"]]
+    assert (
+        cli("-n", "elsewhere", "swarm", "list", token=world.tokens["operator"]).output.strip() == "no swarms"
+    )
     r = cli("swarm", "list", token=world.tokens[MASTER_A])
     assert r.exit_code == 0, r.output
     assert "swarm-a" in r.output and "swarm-b" not in r.output

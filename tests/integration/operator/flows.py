@@ -9,11 +9,11 @@ import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.launch import LaunchRecord
 from agentihooks_operator.recovery import FenceRecord, Recovery
-from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.recovery import keys_of
 
 NODE = "kind-worker"
 
@@ -52,7 +52,7 @@ async def running_seat(cluster: Cluster, kubelet: Kubelet, swarm: str, generatio
 def fence(redis_url: str, swarm: str, execution_id: str) -> FenceRecord | None:
     client = redis.Redis.from_url(redis_url)
     try:
-        raw = client.hget(SwarmKeys("agentihooks", swarm).attempt_fences, execution_id)
+        raw = client.hget(keys_of(client, swarm).attempt_fences, execution_id)
     finally:
         client.close()
     return FenceRecord.model_validate_json(raw) if raw else None

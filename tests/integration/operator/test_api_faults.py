@@ -56,12 +56,12 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process, running_operator
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import SWARMS
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.recovery import keys_of
 
 from .conftest import swarm_spec
 from .flows import choose, eid, fence, fenced, replacement, running_seat
@@ -88,7 +88,7 @@ def _fence_events(redis_url: str, execution_id: str) -> int:
     """How many ``fence`` entries the recovery core's event stream holds for ``execution_id``."""
     client = redis.Redis.from_url(redis_url)
     try:
-        entries = client.xrange(SwarmKeys("agentihooks", "example").recovery_events)
+        entries = client.xrange(keys_of(client, "example").recovery_events)
     finally:
         client.close()
     return sum(
@@ -100,7 +100,7 @@ def _fence_events(redis_url: str, execution_id: str) -> int:
 
 def _settled(client: redis.Redis, lost: str) -> None:
     """The fenced attempt's grant and account slot are released, each recorded once in the fence."""
-    keys = SwarmKeys("agentihooks", "example")
+    keys = keys_of(client, "example")
     assert client.hget(keys.account_slots, lost) == b"ended"
     assert json.loads(client.hget(keys.launch_grants, lost))["state"] == "revoked"
 
@@ -527,7 +527,7 @@ async def _refused(cluster: Cluster, verb: str, resource: str) -> bool:
 
 
 def _attempt_of(client: redis.Redis, seat: str, lost: str) -> str | None:
-    raw = client.hget(SwarmKeys("agentihooks", "example").seats, seat)
+    raw = client.hget(keys_of(client, "example").seats, seat)
     current = raw.decode() if raw else None
     return current if current and current != lost else None
 

@@ -51,19 +51,18 @@ from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import NOT_PENDING
-from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint
 from testsupport.kube import eventually, operator_process, running_operator
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.recovery import keys_of
 
 from .conftest import swarm_spec
 from .flows import NODE, choose, eid, fence, fenced, gen, launch_record, replacement, running_seat
 
 WRITES = {"create", "patch", "update", "delete", "deletecollection"}
 MERGE = {"Content-Type": "application/merge-patch+json"}
-KEYS = SwarmKeys("agentihooks", "example")
 IMAGE_TAG = "2.1.0"
 
 
@@ -183,16 +182,16 @@ async def _card_is(cluster: Cluster, execution_id: str, **expected: object) -> b
 def _heartbeat(client: redis.Redis, execution_id: str, session_id: str) -> None:
     """What the attempt's heartbeat records through the API: the native session it holds."""
     beat = {"session_id": session_id, "at_ms": int(time.time() * 1000)}
-    client.hset(KEYS.heartbeats, execution_id, json.dumps(beat))
+    client.hset(keys_of(client, "example").heartbeats, execution_id, json.dumps(beat))
 
 
 def _records(client: redis.Redis, execution_id: str, task: str) -> dict[str, bytes | None]:
     """The fence, the decision (with its directive) and the ledger row of one fenced attempt."""
     return {
-        "fence": client.hget(KEYS.attempt_fences, execution_id),
-        "decision": client.hget(KEYS.attempt_recoveries, execution_id),
-        "ledger": client.hget(KEYS.ledger_tasks, task),
-        "seat": client.hget(KEYS.seats, "eng-2"),
+        "fence": client.hget(keys_of(client, "example").attempt_fences, execution_id),
+        "decision": client.hget(keys_of(client, "example").attempt_recoveries, execution_id),
+        "ledger": client.hget(keys_of(client, "example").ledger_tasks, task),
+        "seat": client.hget(keys_of(client, "example").seats, "eng-2"),
     }
 
 
@@ -297,7 +296,7 @@ async def test_pause_survives_an_operator_restart(
         r = await api.call("POST", "/v1/swarms/example/pause")
         assert r.status_code == 200 and r.json() == {"swarm": "example", "paused": True}
         await eventually(lambda: _status(cluster, paused=True), what="status paused")
-    assert client.exists(KEYS.recovery_paused), "the switch is kept in Redis"
+    assert client.exists(keys_of(client, "example").recovery_paused), "the switch is kept in Redis"
 
     async with api.operator(cluster, redis_url, "op-b"):  # the restarted operator
         assert (await api.status() or {}).get("paused") is True
@@ -346,7 +345,7 @@ async def test_pause_survives_an_operator_restart(
         launch = await launch_record(cluster, eid(third))
         assert launch.restore is not None and launch.restore.recovery is Continuity.NATIVE
         assert launch.restore.checkpoint_id == "ckpt-2"
-        decision = json.loads(client.hget(KEYS.attempt_recoveries, eid(second)))
+        decision = json.loads(client.hget(keys_of(client, "example").attempt_recoveries, eid(second)))
         assert decision["decided_by"] == "automation"
 
     assert cluster.count("create", "pods") == 3
@@ -399,7 +398,7 @@ async def test_superseded_legacy_spawn(cluster: Cluster, kubelet: Kubelet, redis
 def _decision(redis_url: str, execution_id: str) -> dict[str, Any] | None:
     client = redis.Redis.from_url(redis_url)
     try:
-        raw = client.hget(KEYS.attempt_recoveries, execution_id)
+        raw = client.hget(keys_of(client, "example").attempt_recoveries, execution_id)
     finally:
         client.close()
     return json.loads(raw) if raw else None
@@ -407,7 +406,7 @@ def _decision(redis_url: str, execution_id: str) -> dict[str, Any] | None:
 
 # -- two operators, the lease holder frozen ------------------------------------------------------
 def _owner(client: redis.Redis) -> dict[str, Any] | None:
-    raw = client.get(KEYS.control_owner)
+    raw = client.get(keys_of(client, "example").control_owner)
     return json.loads(raw) if raw else None
 
 
@@ -497,7 +496,7 @@ async def test_frozen_lease_holder_applies_nothing_after_it_thaws(
     assert [p["metadata"]["name"] for p in await cluster.pods("example")] == [second["metadata"]["name"]]
     record = fence(redis_url, "example", lost)
     assert record is not None and record.released == ["grant", "account"]
-    assert int(client.get(KEYS.control_epoch)) == taken["epoch"]
+    assert int(client.get(keys_of(client, "example").control_epoch)) == taken["epoch"]
     client.close()
 
 

@@ -50,7 +50,7 @@ async def _passes(memo: Any, cluster: Cluster, n: int) -> None:
 async def test_pull_failure_waits_out_the_grace(cluster: Cluster, kubelet: Kubelet, redis_url: str) -> None:
     clock = Clock()
     client = redis.Redis.from_url(redis_url)
-    key = pull_since_key(SwarmKeys("agentihooks", "example"))
+    key = pull_since_key(SwarmKeys("agentihooks", "example", cluster.namespace))
     async with running_operator(cluster, redis_url, clock=clock) as memo:
         await cluster.create_swarm("example", swarm_spec(grace=120, interval=0.2))
         pods = await eventually(lambda: cluster.pods("example"), what="first Pod")
@@ -88,7 +88,7 @@ async def test_a_pull_failure_that_clears_restarts_the_grace(
 ) -> None:
     clock = Clock()
     client = redis.Redis.from_url(redis_url)
-    key = pull_since_key(SwarmKeys("agentihooks", "example"))
+    key = pull_since_key(SwarmKeys("agentihooks", "example", cluster.namespace))
     async with running_operator(cluster, redis_url, clock=clock) as memo:
         await cluster.create_swarm("example", swarm_spec(grace=120, interval=0.2))
         pods = await eventually(lambda: cluster.pods("example"), what="first Pod")

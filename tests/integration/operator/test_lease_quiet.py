@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.recovery import keys_of
 
 from .conftest import swarm_spec
 from .flows import running_seat
@@ -45,7 +45,7 @@ PERIODS = int(os.environ.get("AGENTIHOOKS_LEASE_QUIET_PERIODS", "40"))
 
 def _lease(redis_url: str) -> tuple[dict[str, Any] | None, int]:
     client = redis.Redis.from_url(redis_url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = keys_of(client, "example")
     try:
         raw, epoch = client.get(keys.control_owner), client.get(keys.control_epoch)
     finally:

@@ -35,7 +35,7 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
     cluster: Cluster, kubelet: Kubelet, redis_url: str, tmp_path: Path
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = SwarmKeys("agentihooks", "example", cluster.namespace)
     store = LocalStore(tmp_path / "checkpoints")
     env = {"AGENTIHOOKS_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")}
     spec = swarm_spec(interval=0.3)

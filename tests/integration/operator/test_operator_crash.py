@@ -57,7 +57,7 @@ async def test_killed_mid_recovery_then_taken_over(
     cluster: Cluster, kubelet: Kubelet, redis_url: str, tmp_path: Path, point: str, nth: int, mode: str
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = SwarmKeys("agentihooks", "example", cluster.namespace)
     await cluster.create_swarm("example", swarm_spec(interval=2.0))
     async with operator_process(
         cluster, redis_url, tmp_path, operator_id="op-a", kill_at=point, kill_at_nth=nth

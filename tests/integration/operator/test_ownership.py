@@ -60,7 +60,7 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
     cluster: Cluster, kubelet: Kubelet, redis_url: str
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = SwarmKeys("agentihooks", "example", cluster.namespace)
     # A lease far longer than the test: only a release, not its expiry, frees it below. Pod events
     # start the passes; the long interval keeps the loop waiting between them, where kopf's cancel
     # of the deleted Swarm's daemon lands on its wind-down.

@@ -31,7 +31,7 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
     cluster: Cluster, kubelet: Kubelet, redis_url: str
 ) -> None:
     client = redis.Redis.from_url(redis_url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = SwarmKeys("agentihooks", "example", cluster.namespace)
     async with running_operator(cluster, redis_url) as memo:
         await cluster.create_swarm("example", swarm_spec(interval=600))
         spawn = await eventually(lambda: cluster.pods("example"), what="the spawn's Pod")

@@ -29,7 +29,7 @@ def _placement(client: redis.Redis, me: str, clock: Clock, **timing: float) -> P
 
 def _swarm_preferring(p: Placement, who: str) -> str:
     for i in range(100):
-        if p.choice(SwarmKeys("agentihooks", f"s{i}").control_owner) == who:
+        if p.choice(SwarmKeys("agentihooks", f"s{i}", "ns").control_owner) == who:
             return f"s{i}"
     raise AssertionError(f"no swarm prefers {who}")
 
@@ -65,7 +65,7 @@ def test_a_holder_hands_over_and_a_free_lease_is_taken_after_the_grace(redis_url
     b.refresh()
     a.refresh()
     name = _swarm_preferring(a, "op-b")
-    key = SwarmKeys("agentihooks", name).control_owner
+    key = SwarmKeys("agentihooks", name, "ns").control_owner
     assert b.choice(key) == "op-b"  # both replicas agree
     assert b.mine("ns", name, holding=False)  # the preferred one takes it
     assert b.mine("ns", name, holding=True)
@@ -100,7 +100,7 @@ def test_an_unsettled_replica_is_nobodys_preference_yet(redis_url: str) -> None:
     clock = Clock()
     a = _placement(client, "op-a", clock, settle=60)
     a.refresh()
-    key = SwarmKeys("agentihooks", "s1").control_owner
+    key = SwarmKeys("agentihooks", "s1", "ns").control_owner
     assert a.choice(key) is None  # a cold start: first come
     assert a.mine("ns", "s1", holding=False)
     clock.t += 61  # a stale view (no beat for longer than dead) counts as none

@@ -30,7 +30,7 @@ async def test_the_operator_fences_and_replaces_once_on_a_redis_cluster(
 ) -> None:
     redis_cluster.flush()
     client = connect(redis_cluster.url)
-    keys = SwarmKeys("agentihooks", "example")
+    keys = SwarmKeys("agentihooks", "example", cluster.namespace)
 
     def fence(execution_id: str) -> FenceRecord | None:
         raw = client.hget(keys.attempt_fences, execution_id)

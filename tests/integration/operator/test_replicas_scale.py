@@ -41,8 +41,12 @@ NAMES = [f"sw-{i:02d}" for i in range(30)]
 ENV = {"AGENTIHOOKS_PLACEMENT_HEARTBEAT_SECONDS": "0.5", "AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "2"}
 
 
+#: Every swarm of this test lives in the cluster's namespace (set by the test before any key is read).
+NAMESPACE: list[str] = []
+
+
 def _key(name: str) -> str:
-    return SwarmKeys("agentihooks", name).control_owner
+    return SwarmKeys("agentihooks", name, NAMESPACE[0]).control_owner
 
 
 def _plan(replicas: list[str]) -> dict[str, str]:
@@ -55,7 +59,7 @@ def _owners(client: redis.Redis) -> dict[str, str | None]:
 
 
 def _epochs(client: redis.Redis) -> dict[str, int]:
-    raws = client.mget([SwarmKeys("agentihooks", n).control_epoch for n in NAMES])
+    raws = client.mget([SwarmKeys("agentihooks", n, NAMESPACE[0]).control_epoch for n in NAMES])
     return {n: int(raw or 0) for n, raw in zip(NAMES, raws, strict=True)}
 
 
@@ -66,6 +70,7 @@ def _live(client: redis.Redis) -> set[str]:
 async def test_three_replicas_share_thirty_swarms_survive_a_kill_and_spread_to_a_fourth(
     cluster: Cluster, kubelet: Kubelet, redis_url: str, tmp_path: Path
 ) -> None:
+    NAMESPACE[:] = [cluster.namespace]
     client = redis.Redis.from_url(redis_url)
     first_plan = _plan(["op-a", "op-b", "op-c"])
     assert sorted(Counter(first_plan.values()).values()) == [9, 9, 12]

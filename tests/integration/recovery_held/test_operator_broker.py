@@ -15,12 +15,12 @@ import base64
 
 import redis
 from agentihooks_operator.recovery import FenceRecord
-from agentihooks_operator.recovery.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.broker import Broker
 from testsupport.kube import eventually, running_operator
 from testsupport.node import RealKubelet
 from testsupport.realcluster import RealCluster
+from testsupport.recovery import keys_of
 
 SWARM = "brokered"
 NODE = "kind-worker"
@@ -104,7 +104,7 @@ async def _gone(cluster: RealCluster, eid: str) -> bool:
 def _account_release(redis_url: str, eid: str) -> str | None:
     client = redis.Redis.from_url(redis_url)
     try:
-        raw = client.hget(SwarmKeys("agentihooks", SWARM).attempt_fences, eid)
+        raw = client.hget(keys_of(client, SWARM).attempt_fences, eid)
     finally:
         client.close()
     return FenceRecord.model_validate_json(raw).account_release if raw else None

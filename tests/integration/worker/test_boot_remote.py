@@ -25,7 +25,7 @@ from testsupport.worker_boot import remote_launch
 
 from .conftest import events, harness_runs
 
-SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
+SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1, namespace="default")
 PROJECT = "github.com/example/app"
 
 

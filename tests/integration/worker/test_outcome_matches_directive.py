@@ -88,7 +88,7 @@ def test_a_worker_restored_to_another_watermark_is_refused_and_starts_nothing(
         boot, new, built = replacement_boot(w, tmp_path)
         # After the decision, a hostile writer re-commits the checkpoint with the transcript cut
         # one record earlier: it still verifies, but it is not what the directive restores to.
-        scope = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
+        scope = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1, namespace="default")
         edit_record(
             w.store,
             scope,
