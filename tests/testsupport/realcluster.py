@@ -73,21 +73,32 @@ class RealCluster:
         self.rbac = rbac
         #: The operator's ServiceAccount token (what its kubeconfig holds).
         self.token = token
+        #: Further namespaces the release watches (``create(more_namespaces=...)``).
+        self.also: list[str] = []
         self.http = plane.async_client()
 
     @classmethod
-    def create(cls, plane: ControlPlane, helm: Helm, workdir: Path, prefix: str = "t") -> RealCluster:
+    def create(
+        cls, plane: ControlPlane, helm: Helm, workdir: Path, prefix: str = "t", *, more_namespaces: int = 0
+    ) -> RealCluster:
+        """A namespace with the chart's RBAC; ``more_namespaces`` further namespaces the same release
+        watches too (``rbac.watchNamespaces`` naming them all), in :attr:`also`."""
         namespace = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        create_namespace(plane, namespace)
+        also = [f"{prefix}-{uuid.uuid4().hex[:8]}" for _ in range(more_namespaces)]
+        for ns in (namespace, *also):
+            create_namespace(plane, ns)
         release = f"r{uuid.uuid4().hex[:6]}"
-        docs = chart_rbac(helm, release, namespace)
+        values = {"rbac.watchNamespaces": "{" + ",".join((namespace, *also)) + "}"} if also else None
+        docs = chart_rbac(helm, release, namespace, values)
         with plane.client() as http:
             for doc in docs:
-                apply(http, doc, namespace)
+                apply(http, doc, doc["metadata"].get("namespace") or namespace)
         account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]["name"]
         token = service_account_token(plane, namespace, account)
         config = write_kubeconfig(workdir / "operator.kubeconfig", plane.url, plane.ca.cert, token=token)
-        return cls(plane, namespace, config, f"system:serviceaccount:{namespace}:{account}", docs, token)
+        made = cls(plane, namespace, config, f"system:serviceaccount:{namespace}:{account}", docs, token)
+        made.also = also
+        return made
 
     def operator_client(self, agent: str = "agentihooks-operator/test") -> Any:
         """The operator's own Kubernetes client, logged in as the operator's identity."""
@@ -100,7 +111,8 @@ class RealCluster:
         for doc in self.rbac:
             if doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
                 await self.http.delete(f"{collection(doc)}/{doc['metadata']['name']}")
-        await self.http.delete(f"/api/v1/namespaces/{self.namespace}")
+        for ns in (self.namespace, *self.also):
+            await self.http.delete(f"/api/v1/namespaces/{ns}")
         await self.http.aclose()
 
     # -- audit -----------------------------------------------------------------------------------

@@ -33,7 +33,17 @@ class SwarmGroup(TyperGroup):
         if args[:1] == [LIST] and (len(args) == 1 or args[1] not in self.commands):
             ctx.meta[_META] = True
             args = [_NO_SWARM, *args]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, _namespace_first(args))
+
+
+def _namespace_first(args: list[str]) -> list[str]:
+    """``NAME -n NS COMMAND ...`` read as ``-n NS NAME COMMAND ...`` (a group stops reading its own
+    options at its argument; kubectl users put ``-n`` after the name)."""
+    if len(args) >= 3 and not args[0].startswith("-") and args[1] in ("-n", "--namespace"):
+        return [args[1], args[2], args[0], *args[3:]]
+    if len(args) >= 2 and not args[0].startswith("-") and args[1].startswith("--namespace="):
+        return [args[1], args[0], *args[2:]]
+    return args
 
 
 def swarms_text(body: dict[str, Any]) -> str:

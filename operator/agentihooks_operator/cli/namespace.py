@@ -68,9 +68,10 @@ def from_kubeconfig(environ: Mapping[str, str]) -> str | None:
     return None
 
 
-def from_pod(path: Path = POD_NAMESPACE) -> str | None:
+def from_pod(path: Path | None = None) -> str | None:
+    """The namespace of this Pod's service account, when it runs in one."""
     try:
-        text = path.read_text().strip()
+        text = (path or POD_NAMESPACE).read_text().strip()
     except OSError:
         return None
     return text if _NAMESPACE.fullmatch(text) else None

@@ -1,10 +1,11 @@
 """Routes of the ledger page and :func:`setup_ledger`, the one call the control API's factory makes.
 
 ``GET /ledger/`` serves the index shell (the swarms the signed-in caller may
-see, read from ``GET /v1/swarms``), ``GET /ledger/{swarm}`` a swarm's shell
-(no credential: neither carries data),
-``GET /ledger/static/{name}`` its script and stylesheet, and
-``GET /v1/swarms/{swarm}/ledger`` the data, for the operator and the swarm's
+see, read from ``GET /v1/swarms``), ``GET /ledger/{namespace}/{swarm}`` (or
+``/ledger/{swarm}`` while one namespace holds the name) a swarm's shell (no
+credential: neither carries data), ``GET /ledger/static/{name}`` its script and
+stylesheet, and ``GET /v1/namespaces/{namespace}/swarms/{swarm}/ledger`` (or
+``/v1/swarms/{swarm}/ledger``) the data, for the operator and the swarm's
 registered masters only (anyone else: 403 ``forbidden_scope``).
 """
 

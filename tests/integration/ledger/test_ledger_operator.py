@@ -123,7 +123,7 @@ async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
                 assert r.status_code == 200, r.text
                 built = build_checkpoint(
                     store,
-                    StoreScope(swarm=SWARM, task_id="t-1", task_generation=1),
+                    StoreScope(swarm=SWARM, task_id="t-1", task_generation=1, namespace=cluster.namespace),
                     tmp_path / "ckpt",
                     checkpoint_id="ckpt-7",
                     sequence=7,
@@ -136,7 +136,7 @@ async def test_oom_killed_pod_through_the_operator_to_the_page_and_back(
                     profile, executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
                 )
                 page = await context.new_page()
-                await page.goto(f"{server.url}/ledger/{SWARM}")
+                await page.goto(f"{server.url}/ledger/{cluster.namespace}/{SWARM}")
                 await page.get_by_label("Access token").fill(operator_token)
                 await page.get_by_role("button", name="Sign in").click()
                 rows = page.locator("#ledger-rows tr")

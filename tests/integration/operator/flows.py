@@ -66,7 +66,10 @@ def choose(redis_url: str, swarm: str, execution_id: str, choice: str = "fresh")
     """What ``agentihooks swarm NAME restore-decision SEAT fresh`` does: record a request."""
     client = redis.Redis.from_url(redis_url)
     try:
-        cli = Recovery(client, swarm, holder="cli", catalog=EmptyCatalog(), launcher=_NoLaunch())
+        namespace = keys_of(client, swarm).namespace  # the one namespace whose Swarm this is
+        cli = Recovery(
+            client, swarm, holder="cli", catalog=EmptyCatalog(), launcher=_NoLaunch(), namespace=namespace
+        )
         return cli.record_request(execution_id, choice, "operator")  # type: ignore[arg-type]
     finally:
         client.close()

@@ -89,6 +89,8 @@ class Api:
         self.store_root = tmp_path / "checkpoints"
         self.store = LocalStore(self.store_root)
         self.tmp = tmp_path
+        #: The namespace of the Swarm this API serves (known once an operator is started for it).
+        self.namespace: str | None = None
 
     def env(self) -> dict[str, str]:
         return {
@@ -125,6 +127,7 @@ class Api:
 
     @contextlib.asynccontextmanager
     async def operator(self, cluster: Cluster, redis_url: str, operator_id: str) -> AsyncIterator[Any]:
+        self.namespace = cluster.namespace
         async with operator_process(
             cluster, redis_url, self.tmp, operator_id=operator_id, extra_env=self.env()
         ) as proc:
@@ -136,7 +139,7 @@ class Api:
     ) -> BuiltCheckpoint:
         return build_checkpoint(
             self.store,
-            StoreScope(swarm="example", task_id=seat_task, task_generation=1),
+            StoreScope(swarm="example", task_id=seat_task, task_generation=1, namespace=self.namespace),
             self.tmp / f"work-{name}",
             kind="claude",
             checkpoint_id=name,

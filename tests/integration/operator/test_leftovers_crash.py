@@ -49,7 +49,7 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
         built = await asyncio.to_thread(
             build_checkpoint,
             store,
-            StoreScope(swarm="example", task_id="t-1", task_generation=1),
+            StoreScope(swarm="example", task_id="t-1", task_generation=1, namespace=cluster.namespace),
             tmp_path / "work",
             checkpoint_id="ckpt-7",
             execution_id=lost,

@@ -37,7 +37,7 @@ async def test_oom_killed_attempt_resumes_natively(
         built = await asyncio.to_thread(
             build_checkpoint,
             store,
-            StoreScope(swarm="example", task_id="t-1", task_generation=1),
+            StoreScope(swarm="example", task_id="t-1", task_generation=1, namespace=cluster.namespace),
             tmp_path / "work",
             kind="claude",
             checkpoint_id="ckpt-7",

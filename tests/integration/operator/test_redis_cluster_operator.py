@@ -47,7 +47,14 @@ async def test_the_operator_fences_and_replaces_once_on_a_redis_cluster(
                 what="fence with both releases, in the cluster",
             )
             assert fence(lost).reason == "oom_killed"  # type: ignore[union-attr]
-            cli = Recovery(client, "example", holder="cli", catalog=EmptyCatalog(), launcher=MemoryLauncher())
+            cli = Recovery(
+                client,
+                "example",
+                holder="cli",
+                catalog=EmptyCatalog(),
+                launcher=MemoryLauncher(),
+                namespace=cluster.namespace,
+            )
             assert cli.record_request(lost, "fresh", "operator")
             second = await replacement(cluster, "example", 2)
             await running_seat(cluster, kubelet, "example", generation=2)
