@@ -79,14 +79,14 @@ def test_the_operator_sees_every_swarm_and_opens_one_signed_in(world: World, bro
     expect(b.page.locator("#swarm-list li")).to_have_count(2)
     assert listed(b) == ["swarm-a", "swarm-b"]
     link = b.page.get_by_role("link", name="swarm-a")
-    expect(link).to_have_attribute("href", "/ledger/swarm-a")
+    expect(link).to_have_attribute("href", "/ledger/default/swarm-a")
     expect(b.page.locator('#swarm-list li[data-swarm="swarm-a"] .seats')).to_have_text(" 2 seats")
     expect(b.page.locator('#swarm-list li[data-swarm="swarm-b"] .seats')).to_have_text(" 1 seat")
     b.shot("index-02-operator")
     sent = [h for u, h in b.requests if u.endswith("/v1/swarms")]
     assert sent and all(h.get("authorization") == f"Bearer {world.tokens['operator']}" for h in sent)
     link.click()
-    expect(b.page).to_have_url(f"{world.url}/ledger/swarm-a")
+    expect(b.page).to_have_url(f"{world.url}/ledger/default/swarm-a")
     expect(b.page.locator("#whoami")).to_have_text("Signed in as the operator")
     no_errors(b)
 
