@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -34,6 +35,7 @@ def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> 
     register_control_api()  # the control API, served on kopf's loop (see api/kopf_hooks.py)
 
     config = memo_items.get("config") or OperatorConfig()
+    _refuse_unmigrated(config)
     stopping = threading.Event()
     memo = kopf.Memo(**{**memo_items, "config": config, "stopping": stopping})
     namespaces = config.namespace_list
@@ -69,7 +71,34 @@ def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> 
     while thread.is_alive():
         thread.join(0.5)
     if failed:
-        raise failed[0]
+        # kopf stopped on an error (a startup handler refused, for one): exit now, whatever threads
+        # (the control API's, Redis clients') are still running, rather than hang half-started.
+        logging.getLogger(__name__).error("the operator stopped: %s", failed[0], exc_info=failed[0])
+        logging.shutdown()
+        os._exit(1)
+
+
+def _refuse_unmigrated(config: Any) -> None:
+    """Exit before anything starts while Redis holds swarms under name-only keys (see
+    :mod:`.recovery.layout`); a Redis that does not answer yet is left to the startup handler,
+    which checks again and waits for it."""
+    import redis
+
+    from .k8s.config import connect_redis
+    from .recovery import layout
+
+    try:
+        client = connect_redis(config)
+        try:
+            names = layout.unmigrated(client, config.swarm_key_prefix)
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return
+    if names:
+        message = layout.refusal(names, config.swarm_key_prefix)
+        logging.getLogger(__name__).error("%s", message)
+        raise SystemExit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
