@@ -74,7 +74,8 @@ class CaseRunner:
         self.stack = stack
 
     def scope_dir(self, seat: str) -> Path:
-        return self.stack.checkpoints / "swarms" / SWARM / "tasks" / f"t-{seat}" / "gen-1"
+        ns = self.stack.kube.namespace  # this release's layout: namespaces/<ns>/swarms/<name>/...
+        return self.stack.checkpoints / "namespaces" / ns / "swarms" / SWARM / "tasks" / f"t-{seat}" / "gen-1"
 
     def manifest(self, seat: str, checkpoint_id: str) -> tuple[bytes, dict[str, Any]]:
         base = self.scope_dir(seat)

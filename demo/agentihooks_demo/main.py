@@ -49,7 +49,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, procs: Processes) -> in
         for name, value in sorted(result.metrics.items()):
             if "restore_outcomes_by_type" in name:
                 say(f"  {name} {value:g}")
-        say(f"\nLedger page: {stack.control_url}/ledger/demo")
+        say(f"\nLedger page: {stack.control_url}/ledger/{stack.kube.namespace}/demo")
         say(f"  sign in with the operator token in {stack.token_file} (readable only by you)")
         say(f"CLI: export AGENTIHOOKS_CONTROL_URL={stack.control_url}")
         say(f'     export AGENTIHOOKS_TOKEN="$(cat {stack.token_file})"')

@@ -80,7 +80,13 @@ class Stack:
 
     def cli(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
         """Run ``agentihooks <args>`` as the operator would from a shell (URL and token from the env)."""
-        env = {**os.environ, "AGENTIHOOKS_CONTROL_URL": self.control_url, "AGENTIHOOKS_TOKEN": self.token}
+        env = {
+            **os.environ,
+            "AGENTIHOOKS_CONTROL_URL": self.control_url,
+            "AGENTIHOOKS_TOKEN": self.token,
+            # The demo's Swarms live in its namespace, whatever the user's kubeconfig context names.
+            "AGENTIHOOKS_NAMESPACE": self.kube.namespace,
+        }
         done = subprocess.run(
             ["agentihooks", *args], env=env, capture_output=True, text=True, timeout=60, check=False
         )

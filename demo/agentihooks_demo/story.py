@@ -74,10 +74,12 @@ class StoryResult:
     outputs: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     status_table: str = ""
+    #: The namespace the demo's Swarms live in (their metrics' ``namespace`` label).
+    namespace: str = "default"
 
 
 async def run_story(w: World, *, check: bool) -> StoryResult:
-    result = StoryResult()
+    result = StoryResult(namespace=w.stack.kube.namespace)
     w.step("creating Swarm 'demo' (3 seats, Claude Code harness, automation on, image-pull grace 2s)")
     await w.create_swarm(demo_spec())
     cx = World(w.stack, w.kubelet, "demo-codex", say=w.say, started=w.started)
@@ -195,13 +197,14 @@ def verify(r: StoryResult) -> None:
         and "no recovery decision is pending for this attempt" in r.outputs["conflict"],
         f"the conflicting request answered {r.outputs['conflict']!r}",
     )
+    ns = r.namespace
     want_counts = {
-        'agentihooks_fences_total{swarm="demo",reason="oom_killed"}': 1,
-        'agentihooks_fences_total{swarm="demo",reason="image_pull"}': 1,
-        'agentihooks_fences_total{swarm="demo",reason="application_exit"}': 1,
-        'agentihooks_decisions_by_decider_total{swarm="demo",decider="automation"}': 2,
-        'agentihooks_decisions_by_decider_total{swarm="demo",decider="operator"}': 1,
-        'agentihooks_seats_awaiting_decision{swarm="demo"}': 0,
+        f'agentihooks_fences_total{{namespace="{ns}",swarm="demo",reason="oom_killed"}}': 1,
+        f'agentihooks_fences_total{{namespace="{ns}",swarm="demo",reason="image_pull"}}': 1,
+        f'agentihooks_fences_total{{namespace="{ns}",swarm="demo",reason="application_exit"}}': 1,
+        f'agentihooks_decisions_by_decider_total{{namespace="{ns}",swarm="demo",decider="automation"}}': 2,
+        f'agentihooks_decisions_by_decider_total{{namespace="{ns}",swarm="demo",decider="operator"}}': 1,
+        f'agentihooks_seats_awaiting_decision{{namespace="{ns}",swarm="demo"}}': 0,
     }
     for name, value in want_counts.items():
         got = metric_value(r.metrics, name)

@@ -80,7 +80,7 @@ class World:
 
     async def status(self) -> dict[str, Any]:
         async with self.stack.api() as api:
-            r = await api.get(f"/v1/swarms/{self.swarm}/status")
+            r = await api.get(f"/v1/namespaces/{self.stack.kube.namespace}/swarms/{self.swarm}/status")
             r.raise_for_status()
             return dict(r.json())
 
@@ -99,7 +99,9 @@ class World:
 
     async def checkpoints(self, seat: str) -> list[dict[str, Any]]:
         async with self.stack.api() as api:
-            r = await api.get(f"/v1/swarms/{self.swarm}/seats/{seat}/checkpoints")
+            r = await api.get(
+                f"/v1/namespaces/{self.stack.kube.namespace}/swarms/{self.swarm}/seats/{seat}/checkpoints"
+            )
             if r.status_code != 200:
                 return []
             return list(r.json().get("checkpoints") or [])

@@ -101,8 +101,11 @@ def check_story(out: str, work: Path) -> None:
     rows = {line.split()[0]: line for line in status.splitlines() if line.startswith("eng-")}
     assert set(rows) == {"eng-1", "eng-2", "eng-3"}
     for kind in ("native", "reconstructed", "fresh"):
-        assert f'agentihooks_restore_outcomes_by_type{{swarm="demo",type="{kind}"}} 1' in out
-    assert re.search(r"Ledger page: http://127\.0\.0\.1:\d+/ledger/demo", out)
+        series = (
+            rf'agentihooks_restore_outcomes_by_type{{namespace="[a-z0-9-]+",swarm="demo",type="{kind}"}} 1'
+        )
+        assert re.search(series, out), kind
+    assert re.search(r"Ledger page: http://127\.0\.0\.1:\d+/ledger/[a-z0-9-]+/demo", out)
     # one worker log per started Pod: four seats, two Pods each; the held eng-3 spawn never ran a worker
     logs = sorted(p.parent.name for p in (work / "node" / "pods").glob("*/worker.log"))
     assert len(logs) == 7

@@ -107,7 +107,7 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
             if "checkpoint_id" in item:
                 committed = list(
                     work.glob(
-                        f"checkpoints/swarms/evidence/tasks/*/gen-1/checkpoints/{item['checkpoint_id']}/committed.json"
+                        f"checkpoints/namespaces/agentihooks-demo/swarms/evidence/tasks/*/gen-1/checkpoints/{item['checkpoint_id']}/committed.json"
                     )
                 )
                 assert len(committed) == 1
