@@ -25,6 +25,7 @@ import redis
 from pydantic import ValidationError
 
 from ..recovery.keys import SwarmKeys
+from ..recovery.layout import glob_literal
 from ..recovery.records import AttemptRecord
 
 Action = Literal[
@@ -139,7 +140,7 @@ class KeyMigration:
         """Every key under an old name of this swarm but its lease records, the original's first."""
         out: list[str] = []
         for src in self.sources:
-            found = {_text(k) for k in self.r.scan_iter(match=_glob(src) + "*", count=500)}
+            found = {_text(k) for k in self.r.scan_iter(match=glob_literal(src) + "*", count=500)}
             out += sorted(found - set(self.owners))
         return out
 
@@ -297,11 +298,6 @@ class KeyMigration:
         adopted = self._transaction([source, target], self.plan_adopt)
         if adopted is not None:
             yield adopted
-
-
-def _glob(text: str) -> str:
-    """``text`` as a literal in a SCAN pattern (its glob characters escaped)."""
-    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _drop(step: Step) -> tuple[Step, Write]:

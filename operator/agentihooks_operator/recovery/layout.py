@@ -35,9 +35,14 @@ def name_only_swarms(keys: Iterable[bytes | str], prefix: str) -> list[str]:
     return sorted(found)
 
 
+def glob_literal(text: str) -> str:
+    """``text`` as a literal in a SCAN pattern (its glob characters escaped)."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
 def unmigrated(client: redis.Redis, prefix: str) -> list[str]:
     """Swarms with keys under the name-only layout (a SCAN of ``<root>:swarm:{*``; blocking)."""
-    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", f"{prefix}:swarm:{{") + "*"
+    pattern = glob_literal(f"{prefix}:swarm:{{") + "*"
     return name_only_swarms(client.scan_iter(match=pattern, count=1000), prefix)
 
 
