@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: install control-plane lint typecheck pytest test bench clean demo evidence dist
+.PHONY: install control-plane node-binaries images lint typecheck pytest test bench clean demo evidence dist
 
 install:
 	./scripts/install-deps.sh
@@ -18,6 +18,16 @@ install:
 # or built once with Go into ~/.cache/agentihooks/control-plane (see docs/development.md).
 control-plane:
 	./scripts/control-plane.sh
+
+# kubelet, kube-scheduler and kube-proxy for the real-node tier (tests/testsupport/realnode.py), built once
+# like the control plane; only where that tier can run (root).
+node-binaries:
+	@if [ "$$(id -u)" = 0 ]; then ./scripts/node-binaries.sh; else echo "not root: the real-node tier will be skipped"; fi
+
+# The operator and worker images, built here from deploy/Dockerfile.* with buildah FROM a local Debian base,
+# cached by a hash of their inputs (scripts/images.sh); the real node runs them. Only as root, like the node.
+images:
+	@if [ "$$(id -u)" = 0 ]; then ./scripts/images.sh >/dev/null; else echo "not root: the real-node tier will be skipped"; fi
 
 lint:
 	$(PYTHON) -m ruff check .
@@ -30,7 +40,7 @@ typecheck:
 pytest:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-test: install control-plane lint typecheck pytest
+test: install control-plane node-binaries images lint typecheck pytest
 
 bench:
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

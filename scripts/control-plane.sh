@@ -51,33 +51,14 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0
 # usual place so a later version bump downloads less.
 export GOCACHE="$work/gocache"
 trap 'rm -rf "$GOCACHE"' EXIT
-minor="${KUBE_VERSION#v1.}"      # 35.4
-staging="v0.${minor}"             # v0.35.4
+. "$(dirname "$0")/lib/kube-module.sh"
 
-# k8s.io/kubernetes points its k8s.io/<staging> modules at folders of its own repository; a module of
-# ours must pin each of them to the published v0.X.Y instead. The list is taken from the pinned go.mod.
 echo "control-plane: building kube-apiserver and kube-controller-manager $KUBE_VERSION (cold: ~6 min on 2 cores)" >&2
+kube_module "$work/kube" agentihooks.local/controlplane "$KUBE_VERSION"
 (
   cd "$work/kube"
-  go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" >download.json
-  gomod=$(python3 -c 'import json,sys; print(json.load(open("download.json"))["GoMod"])')
-  {
-    echo "module agentihooks.local/controlplane"
-    echo
-    sed -n 's/^go \(.*\)$/go \1/p' "$gomod" | head -1
-    echo
-    echo "require k8s.io/kubernetes $KUBE_VERSION"
-    echo
-    echo "replace ("
-    sed -n 's#^\s*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/.*$#\t\1 => \1 '"$staging"'#p' "$gomod"
-    echo ")"
-  } >go.mod
   go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kube-controller-manager@$KUBE_VERSION" >&2
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags="$ldflags -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor%%.*}"
-    ldflags="$ldflags -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
+  ldflags=$(kube_ldflags "$KUBE_VERSION")
   go build -trimpath -ldflags "$ldflags" -o "$out.part/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 )

@@ -13,6 +13,19 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 # Prometheus and promtool (Debian 12 ships 2.42): the chart's alerts and dashboard are tested against them
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need_apt+=(prometheus)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# The real-node tier (tests/testsupport/realnode.py): containerd, runc and the CNI plugins run real Pods;
+# gcc builds the pause image; busybox-static makes the probe image whose containers the kernel OOM-kills.
+if [ "$(id -u)" = 0 ]; then
+  command -v containerd >/dev/null 2>&1 || need_apt+=(containerd)
+  command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
+  command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+  [ -x /bin/busybox ] && ! grep -q ld-linux /bin/busybox 2>/dev/null || need_apt+=(busybox-static)
+  # scripts/images.sh: the project's images, built FROM a Debian base mmdebstrap makes (no registry)
+  command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
+  command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -qq

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -134,3 +135,30 @@ async def real_kubelet(real_cluster: object) -> AsyncIterator[object]:
     k = RealKubelet(real_cluster.plane, real_cluster.namespace)  # type: ignore[attr-defined]
     yield k
     await k.close()
+
+
+@pytest.fixture(scope="module")
+def real_node(control_plane: object) -> Iterator[object]:
+    """A real node (containerd, runc, a real kubelet, kube-scheduler) on the session's control plane,
+    up for one test module and torn down after it (testsupport/realnode.py). Skipped, with the reason,
+    where this machine cannot host one; under ``CI=true`` that fails instead, so the tier never vanishes.
+    """
+    from testsupport.images import probe_image
+    from testsupport.realnode import IMAGES, NodeUnavailable, RealNode, why_not
+
+    reason = why_not()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the real-node tier cannot run here: {reason}")
+        pytest.skip(f"no real node: {reason}")
+    node = RealNode(control_plane)  # type: ignore[arg-type]
+    try:
+        node.up()
+        node.import_image(probe_image(IMAGES))
+    except NodeUnavailable as e:
+        node.down()
+        pytest.fail(f"the real node did not come up: {e}")
+    try:
+        yield node
+    finally:
+        node.down()

@@ -121,6 +121,9 @@ async def real_cluster(bindir: Path, work: Path) -> AsyncIterator[RealCluster]:
 class NativeCatalog:
     """Lists one complete native checkpoint for whichever attempt is asked about."""
 
+    def __init__(self, compatibility_key: str = TAG) -> None:
+        self.compatibility_key = compatibility_key
+
     def list_checkpoints(
         self, scope: StoreScope, *, execution_id: str | None = None
     ) -> list[CheckpointSummary]:
@@ -134,7 +137,7 @@ class NativeCatalog:
                 task_id=scope.task_id,
                 task_generation=scope.task_generation,
                 execution_generation=1,
-                compatibility_key=TAG,
+                compatibility_key=self.compatibility_key,
                 harness="claude",
                 native=True,
                 native_session_id=SESSION,

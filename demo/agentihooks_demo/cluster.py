@@ -162,7 +162,8 @@ def create_namespace(plane: ControlPlane, name: str, *, restricted: bool = True)
 def chart_rbac(
     helm: HelmRunner, release: str, namespace: str, values: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """The chart's RBAC objects for a release in ``namespace`` watching that namespace."""
+    """The chart's RBAC objects for a release in ``namespace`` watching that namespace (a
+    single-namespace trial: ``rbac.allowReleaseNamespace``; the operator runs as a local process)."""
     res = helm.run(
         "template",
         release,
@@ -171,6 +172,8 @@ def chart_rbac(
         namespace,
         "--set",
         f"rbac.watchNamespaces={{{namespace}}}",
+        "--set",
+        "rbac.allowReleaseNamespace=true",
         *[a for k, v in (values or {}).items() for a in ("--set", f"{k}={v}")],
     )
     if res.returncode != 0:

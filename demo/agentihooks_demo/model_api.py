@@ -81,7 +81,22 @@ class Hold:
 
 
 HOLD = Hold()
-ScriptEntry = str | Reply | Hold
+
+
+@dataclass(frozen=True)
+class Flood:
+    """A scripted entry held until ``release`` is set, then answered with text that never ends.
+
+    The reply streams ``megabytes`` of text deltas (1 MiB each) and no stop: a CLI that keeps what it
+    receives grows until its container's memory limit, so the kernel's memory cgroup kills it. A test
+    releases it once what it needs from the attempt (a committed checkpoint) is there.
+    """
+
+    release: threading.Event
+    megabytes: int = 4096
+
+
+ScriptEntry = str | Reply | Hold | Flood
 
 
 @dataclass
@@ -271,6 +286,8 @@ class ModelApi:
             assert self._stopping is not None
             await self._stopping.wait()
             return web.json_response({"error": {"message": "the model API stopped"}}, status=503)
+        if isinstance(entry, Flood):
+            return await self._flood(request, rec, entry, wire)
         reply = Reply(entry) if isinstance(entry, str) else entry
         rec.reply = reply
         stream = isinstance(body, dict) and bool(body.get("stream"))
@@ -297,8 +314,55 @@ class ModelApi:
         await resp.write_eof()
         return resp
 
+    async def _flood(
+        self, request: web.Request, rec: RecordedRequest, flood: Flood, wire: str
+    ) -> web.StreamResponse:
+        rec.held = True
+        assert self._stopping is not None
+        while not flood.release.is_set() and not self._stopping.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)  # a threading.Event, set from the test's thread
+        rec.held = False
+        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        opening, delta = _flood_events(wire)
+        chunk = "x" * (1024 * 1024 - 1) + " "
+        try:
+            for name, data in opening:
+                await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            for _ in range(flood.megabytes):
+                if self._stopping.is_set():
+                    break
+                await resp.write(f"event: {delta[0]}\ndata: {json.dumps(delta[1](chunk))}\n\n".encode())
+        except (ConnectionError, RuntimeError):
+            pass  # the client is gone (killed): that was the point
+        return resp
+
 
 Event = tuple[str, dict[str, Any]]
+
+
+def _flood_events(wire: str) -> tuple[list[Event], tuple[str, Callable[[str], dict[str, Any]]]]:
+    """The opening events of a streamed text reply, and how one text delta is written."""
+    if wire == "anthropic":
+        usage = {"input_tokens": 1, "output_tokens": 1}
+        start: dict[str, Any] = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant"}
+        start |= {"content": [], "model": "loopback", "stop_reason": None, "usage": usage}
+        opening: list[Event] = [
+            ("message_start", {"type": "message_start", "message": start}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+        ]
+        return opening, (
+            "content_block_delta",
+            lambda t: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+        )
+    item = f"msg_{uuid.uuid4().hex[:24]}"
+    return [], (
+        "response.output_text.delta",
+        lambda t: {"type": "response.output_text.delta", "item_id": item, "output_index": 0, "delta": t},
+    )
 
 
 def _halves(text: str) -> list[str]:

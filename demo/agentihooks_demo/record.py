@@ -3,7 +3,8 @@
 The shape follows the original swarm v2 evidence records (``package``,
 ``package_complete``, ``tested_commit``, ``status``, ``evidence_class``,
 ``interfaces``, ``supported_versions``, ``cases``, ``remaining_limitations``)
-and adds what a live run can prove: ``mocked: false``, a run id and times,
+and adds a run id and times, ``mocked`` with ``mocked_parts`` (``mocked`` is true whenever any part
+of a case was simulated or faked, and ``mocked_parts`` says which),
 the backend it ran on (on the real control plane: what etcd, kube-apiserver
 and kube-controller-manager report as their versions, and the operator's
 identity), and the versions of every part involved.
@@ -149,6 +150,16 @@ def backend(kube: KubeApi) -> dict[str, Any]:
     }
 
 
+def mocked_parts(stack: Stack) -> list[str]:
+    """What of this run was simulated or faked (empty only when nothing was): today the kubelet always
+    is, and the five acceptance cases run the fake harnesses."""
+    kube = "kmock's emulated Kubernetes API and " if stack.kube.plane is None else ""
+    return [
+        f"{kube}the kubelet: simulated (Pod statuses written by a stand-in, workers run as local processes)",
+        "the harness in the five acceptance cases: the fake claude/codex executables",
+    ]
+
+
 def build_record(
     cases: list[dict[str, Any]],
     *,
@@ -178,7 +189,8 @@ def build_record(
         "tested_tree_clean": _git("status", "--porcelain", "--untracked-files=no") == "",
         "status": "passed" if passed else "failed",
         "evidence_class": "live-embedded" if stack.kube.plane is None else "live-control-plane",
-        "mocked": False,
+        "mocked": bool(mocked_parts(stack)),
+        "mocked_parts": mocked_parts(stack),
         "run": {
             "id": str(uuid.uuid4()),
             "started_at": started,

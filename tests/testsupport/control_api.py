@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,17 +54,15 @@ class Secrets:
 
 
 @contextmanager
-def live_api(state: ApiState, limits: ServerLimits | None = None) -> Iterator[ControlServer]:
-    """Serve ``state`` on 127.0.0.1 (free port) in a background thread until the block ends.
-
-    ``limits`` default to the ``AGENTIHOOKS_CONTROL_*`` settings of the environment, as in the operator.
-    """
+def served_in_thread(
+    start: Callable[[], Coroutine[Any, Any, ControlServer]], name: str = "control-api"
+) -> Iterator[ControlServer]:
+    """The server ``start()`` makes, running on its own event loop in a background thread until the
+    block ends (then stopped, and the loop closed)."""
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="control-api", daemon=True)
+    thread = threading.Thread(target=loop.run_forever, name=name, daemon=True)
     thread.start()
-    started: Future[Any] = asyncio.run_coroutine_threadsafe(
-        start_control_api(state, "127.0.0.1", 0, limits), loop
-    )
+    started: Future[Any] = asyncio.run_coroutine_threadsafe(start(), loop)
     server: ControlServer = started.result(timeout=30)
     try:
         yield server
@@ -73,6 +71,16 @@ def live_api(state: ApiState, limits: ServerLimits | None = None) -> Iterator[Co
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=30)
         loop.close()
+
+
+@contextmanager
+def live_api(state: ApiState, limits: ServerLimits | None = None) -> Iterator[ControlServer]:
+    """Serve ``state`` on 127.0.0.1 (free port) in a background thread until the block ends.
+
+    ``limits`` default to the ``AGENTIHOOKS_CONTROL_*`` settings of the environment, as in the operator.
+    """
+    with served_in_thread(lambda: start_control_api(state, "127.0.0.1", 0, limits)) as server:
+        yield server
 
 
 MASTER_A = "master@example-1"

@@ -23,6 +23,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "agentihooks-recovery"
 VALUE_SETS = CHART / "ci"
+#: Given first to every render: the chart requires the Swarms' namespace (apart from the release
+#: namespace), as an install does; a test's own values come after it and win.
+BASE_VALUES = VALUE_SETS / "default-values.yaml"
 NAMESPACE = "agentihooks"
 RELEASE = "rel"
 
@@ -76,7 +79,8 @@ class Helm:
     def template(
         self, values: dict[str, Any] | Path | None = None, *extra: str, namespace: str = NAMESPACE
     ) -> HelmResult:
-        args = ["template", RELEASE, str(CHART), "--namespace", namespace, *extra]
+        args = ["template", RELEASE, str(CHART), "--namespace", namespace, "--values", str(BASE_VALUES)]
+        args += list(extra)
         if isinstance(values, Path):
             args += ["--values", str(values)]
         elif values is not None:

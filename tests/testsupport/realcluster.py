@@ -157,6 +157,18 @@ class RealCluster:
                 n += 1
         return n
 
+    def created(self, resource: str, name_prefix: str = "") -> int:
+        """Objects the operator's identity really created (answered 2xx): a create cut off by a kill,
+        refused, or retried into ``409 AlreadyExists`` made nothing, and is not counted."""
+        n = 0
+        for e in self._operator_events():
+            ref = e.get("objectRef") or {}
+            code = int((e.get("responseStatus") or {}).get("code") or 0)
+            call = self._call(e)
+            if call[0] == "create" and call[2] == resource and 200 <= code < 300:
+                n += str(ref.get("name") or "").startswith(name_prefix)
+        return n
+
     # -- objects ---------------------------------------------------------------------------------
     async def create_swarm(
         self, name: str, spec: dict[str, Any], namespace: str | None = None

@@ -54,6 +54,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
 
+{{/* The operator Pods' selector labels as `key=value,...` (api/peers.py reads it). */}}
+{{- define "agentihooks.selectorList" -}}
+{{- $pairs := list -}}
+{{- range $k, $v := (include "agentihooks.selectorLabels" . | fromYaml) -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k $v) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+
 {{/* Selector labels of the embedded Redis Pod. */}}
 {{- define "agentihooks.redisSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "agentihooks.name" . }}
@@ -134,6 +143,16 @@ Included once, from the operator Deployment.
 {{- end -}}
 {{- if and (eq .Values.checkpointStore.mode "root") (gt (int .Values.operator.replicas) 1) (not (has "ReadWriteMany" .Values.checkpointStore.root.persistence.accessModes)) (not .Values.checkpointStore.root.persistence.existingClaim) -}}
 {{- fail "checkpointStore.mode root with operator.replicas above 1 needs a ReadWriteMany claim: add ReadWriteMany to checkpointStore.root.persistence.accessModes or use a bucket" -}}
+{{- end -}}
+{{- if and (not .Values.rbac.clusterWide) (not .Values.rbac.allowReleaseNamespace) -}}
+{{- if not .Values.rbac.watchNamespaces -}}
+{{- fail (printf "rbac.watchNamespaces is empty: name the namespaces where your Swarms run. They must not include the release namespace %q, which holds the operator's ServiceAccount and the Redis password (or set rbac.clusterWide=true, or rbac.allowReleaseNamespace=true to run Swarms beside the operator)" .Release.Namespace) -}}
+{{- else if has .Release.Namespace .Values.rbac.watchNamespaces -}}
+{{- fail (printf "rbac.watchNamespaces includes the release namespace %q, which holds the operator's ServiceAccount and the Redis password: run Swarms in namespaces of their own (or set rbac.allowReleaseNamespace=true)" .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (int .Values.operator.port) (int .Values.operator.healthPort) -}}
+{{- fail "operator.healthPort must differ from operator.port: the probes have a listener of their own" -}}
 {{- end -}}
 {{- $pdb := .Values.podDisruptionBudget -}}
 {{- if and $pdb.enabled (not (kindIs "string" $pdb.minAvailable)) (ge (int $pdb.minAvailable) (int .Values.operator.replicas)) (gt (int .Values.operator.replicas) 1) -}}

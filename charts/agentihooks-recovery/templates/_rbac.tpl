@@ -47,3 +47,11 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
   resources: ["nodes"]
   verbs: ["list"]
 {{- end -}}
+
+{{/* Rules in the release namespace when it is not watched (rbac-peers.yaml). */}}
+{{- define "agentihooks.rbac.peerRules" -}}
+# Operator Pods: read by name before forwarding, to check an advertised address is that Pod's IP.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get"]
+{{- end -}}

@@ -25,6 +25,9 @@ class ApiConfig(BaseSettings):
 
     control_host: str = "0.0.0.0"  # noqa: S104 - the API is the operator Pod's Service port
     control_port: int = Field(default=8080, ge=0, le=65535)
+    #: Port of the listener serving only ``/healthz`` and ``/readyz`` (api/health.py), which the
+    #: API's clients cannot starve; the chart's probes use it. Unset: no second listener.
+    health_port: int | None = Field(default=None, ge=0, le=65535)
     operator_token: SecretStr | None = None
     operator_token_sha256: str | None = None
     #: Largest checkpoint object a worker may upload through the scoped routes (bytes).

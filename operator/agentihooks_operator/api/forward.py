@@ -15,7 +15,9 @@ body, ``Retry-After``) is returned as is.
 A request that already carries the marker is never forwarded again (no loops),
 and :func:`forward` returns ``None``, so the caller answers ``503 not_leader``
 as before, when there is no holder, no fresh address, the holder is this
-replica, or it cannot be reached within ``CONNECT_SECONDS``. Logs name the
+replica, the address is not the holder's own operator Pod's (:mod:`.peers`: the
+API server says, never Redis alone), or it cannot be reached within
+``CONNECT_SECONDS``. Logs name the
 route, the swarm and the holder, never a header value or the body.
 """
 
@@ -85,7 +87,14 @@ def holder_url(request: web.Request, entry: SwarmEntry) -> tuple[str, str] | Non
     if owner == entry.holder:
         return None
     url = request.app[ENDPOINTS].lookup(owner)
-    return (owner, url) if url is not None else None
+    if url is None:
+        return None
+    if not state.peers.allowed(owner, url):
+        log.warning(
+            "control API: the address %s advertises is not its operator Pod's; it is not contacted", owner
+        )
+        return None
+    return owner, url
 
 
 async def _body(request: web.Request) -> bytes | None:

@@ -36,6 +36,8 @@ from ..recovery.identity import SwarmId
 from ..swarm import SwarmSpec
 from .config import ApiConfig
 from .endpoints import Endpoints, advertise_forever
+from .health import start_health_listener
+from .peers import peers_from_settings
 from .registry import SwarmRegistry
 from .server import start_control_api
 from .state import ApiState
@@ -46,6 +48,7 @@ SERVER = "control_api_server"
 STOPPING = "control_api_stopping"
 SPECS = "control_api_specs"
 SYNC = "control_api_sync"
+HEALTH = "control_api_health"
 ADVERTISE = "control_api_advertise"
 _registered: set[int] = set()
 
@@ -119,6 +122,9 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         kopf_ready=lambda: not memo.get(STOPPING, False),
         key_prefix=operator.swarm_key_prefix,
         metrics=instruments.of(memo),
+        peers=peers_from_settings(
+            lambda: memo["kube"], operator.operator_namespace, operator.operator_pod_selector
+        ),
     )
     try:
         memo[SERVER] = await start_control_api(
@@ -129,6 +135,12 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
             "control API cannot listen on port %s (%s); running without it", config.control_port, e.strerror
         )
         return
+    if config.health_port is not None:
+        try:
+            memo[HEALTH] = await start_health_listener(state, config.control_host, config.health_port)
+            log.info("probes answered on port %s", memo[HEALTH].port)
+        except OSError as e:
+            log.error("the probes' listener cannot listen on port %s (%s)", config.health_port, e.strerror)
     memo[SYNC] = asyncio.create_task(_sync(memo))
     if config.api_advertise_url:  # the other replicas forward this one's swarms' writes here
         endpoints = Endpoints(memo["redis"], operator.swarm_key_prefix)
@@ -146,9 +158,10 @@ async def stop_api(memo: kopf.Memo, **_: Any) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-    server = memo.get(SERVER)
-    if server is not None:
-        await server.stop()
+    for name in (SERVER, HEALTH):
+        server = memo.get(name)
+        if server is not None:
+            await server.stop()
 
 
 def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:

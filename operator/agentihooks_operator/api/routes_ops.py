@@ -12,23 +12,34 @@ from aiohttp import web
 from . import metrics as _metrics
 from .common import blocking, state_of
 from .openapi import document
+from .state import ApiState
+
+
+def liveness(state: ApiState) -> web.Response:
+    """The ``/healthz`` answer (here and on the probes' own listener, :mod:`.health`)."""
+    ok = state.kopf_ready()
+    return web.json_response({"status": "ok" if ok else "stopping", "kopf": ok}, status=200 if ok else 503)
+
+
+def readiness(state: ApiState, redis_ok: bool) -> web.Response:
+    """The ``/readyz`` answer, given whether Redis answered its PING."""
+    kopf_ok = state.kopf_ready()
+    ok = kopf_ok and redis_ok
+    body = {"status": "ready" if ok else "not ready", "kopf": kopf_ok, "redis": redis_ok}
+    return web.json_response(body, status=200 if ok else 503)
 
 
 async def healthz(request: web.Request) -> web.Response:
-    ok = state_of(request).kopf_ready()
-    return web.json_response({"status": "ok" if ok else "stopping", "kopf": ok}, status=200 if ok else 503)
+    return liveness(state_of(request))
 
 
 async def readyz(request: web.Request) -> web.Response:
     state = state_of(request)
-    kopf_ok = state.kopf_ready()
     try:
         redis_ok = bool(await blocking(state.redis.ping))
     except (redis.RedisError, OSError):
         redis_ok = False
-    ok = kopf_ok and redis_ok
-    body = {"status": "ready" if ok else "not ready", "kopf": kopf_ok, "redis": redis_ok}
-    return web.json_response(body, status=200 if ok else 503)
+    return readiness(state, redis_ok)
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -281,7 +281,10 @@ class CappedSite(web.BaseSite):
         """A free slot; while none is, an idle kept-alive connection gives its up to a queued client."""
         while True:
             try:
-                await asyncio.wait_for(self._slots.acquire(), timeout=0.2)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as
+                # the slot is granted, and the stopping site would then wait in accept forever
+                async with asyncio.timeout(0.2):
+                    await self._slots.acquire()
                 return
             except TimeoutError:
                 if self._client_waiting():
@@ -352,6 +355,14 @@ async def start_control_api(
     ``limits`` defaults to the ``AGENTIHOOKS_CONTROL_*`` settings of the environment.
     """
     limits = limits or default_limits()
+    return await serve(create_app(state, limits.body_timeout), host, port, limits, shutdown_timeout=2.0)
+
+
+async def serve(
+    app: web.Application, host: str, port: int, limits: ServerLimits, *, shutdown_timeout: float
+) -> ControlServer:
+    """Serve ``app`` on ``host:port`` behind a :class:`CappedSite` with ``limits`` (the control API's
+    listener, and the probes' own in :mod:`.health`)."""
     handler_args: dict[str, Any] = {
         "access_log": None,
         "keepalive_timeout": limits.keepalive_timeout,
@@ -359,12 +370,7 @@ async def start_control_api(
         "max_field_size": limits.max_field_size,
         "max_headers": limits.max_headers,
     }
-    runner = web.AppRunner(
-        create_app(state, limits.body_timeout),
-        handler_cancellation=True,
-        shutdown_timeout=2.0,
-        **handler_args,
-    )
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=shutdown_timeout, **handler_args)
     await runner.setup()
     site = CappedSite(runner, host, port, limits, handler_args)
     try:

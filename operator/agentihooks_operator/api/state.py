@@ -20,6 +20,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 from ..instruments import OperatorMetrics
 from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
 from .errors import unknown_swarm
+from .peers import LoopbackPeers, Peers
 from .quotas import Quotas
 from .registry import SwarmEntry, SwarmRegistry
 
@@ -51,6 +52,9 @@ class ApiState:
     rescan_seconds: float = 1.0
     #: This process's own Prometheus instruments (the operator shares its instance with the API).
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
+    #: Which advertised addresses are really the other replicas' (:mod:`.peers`): forwarding
+    #: contacts no other.
+    peers: Peers = field(default_factory=LoopbackPeers)
     _scan_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _known_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _known: tuple[float, frozenset[bytes]] = field(

@@ -26,6 +26,8 @@ DISRUPTIONS: Mapping[str, Reason] = {
     "PreemptionByScheduler": "evicted",
     "TerminationByKubelet": "evicted",
     "DeletionByTaintManager": "node_lost",
+    # kube-controller-manager's Pod GC: the Pod's node is gone (orphaned) or out of service
+    "DeletionByPodGC": "node_lost",
 }
 #: How long a Node may stay NotReady/Unknown before its Pods count as lost.
 DEFAULT_NODE_LOST_AFTER_S = 40.0

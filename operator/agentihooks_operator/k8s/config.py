@@ -22,6 +22,17 @@ def _default_holder() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+def parse_selector(text: str) -> dict[str, str]:
+    """``a=b,c=d`` → ``{"a": "b", "c": "d"}``; anything else (``!=``, ``in``, a bare key) is refused."""
+    labels: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or "!" in key or value.startswith("="):
+            raise ValueError(f"the operator Pod selector takes key=value pairs only, not {part!r}")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
 class OperatorConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
 
@@ -69,8 +80,21 @@ class OperatorConfig(BaseSettings):
     operator_service_account: str = ""
     #: The operator's own namespace (the chart sets it from the downward API).
     operator_namespace: str = ""
+    #: Labels every operator Pod carries (``key=value,...``; the chart's selector labels). With
+    #: ``operator_namespace``, a replica forwards only to an address the API server lists as that
+    #: replica's own Pod's IP (api/peers.py).
+    operator_pod_selector: str = ""
     #: Secrets a Pod template may use without carrying the opt-in label (comma-separated names).
     worker_secrets: str = ""
+    #: Let Swarms of ``operator_namespace`` launch Pods (off: such a Swarm's launches are blocked,
+    #: naming the rule; that namespace holds the operator's account and the Redis password).
+    allow_operator_namespace: bool = False
+
+    @field_validator("operator_pod_selector")
+    @classmethod
+    def _usable_selector(cls, text: str) -> str:
+        parse_selector(text)  # a ValueError naming the part it cannot read
+        return text
 
     @field_validator("redis_url")
     @classmethod
@@ -89,6 +113,7 @@ class OperatorConfig(BaseSettings):
             self.operator_service_account,
             self.worker_secrets,
             self.operator_namespace,
+            self.allow_operator_namespace,
         )
 
     @property

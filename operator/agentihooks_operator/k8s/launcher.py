@@ -211,7 +211,11 @@ class KubernetesLauncher:
 
     def _check_template(self, spec: SwarmSpec) -> None:
         """:class:`LaunchBlocked` naming every field of the Pod template that lends the Swarm's author more
-        than a Pod author has (:mod:`.podpolicy`), whatever admission let through."""
+        than a Pod author has (:mod:`.podpolicy`), whatever admission let through; also when the Swarm
+        lives in the operator's own namespace."""
+        where = self.policy.namespace_refusal(self.owner.namespace)
+        if where is not None:
+            raise LaunchBlocked(f"{where}; nothing is launched there", reason="namespace")
         if spec.pod_template is None:
             return
         template = spec.pod_template.model_dump(by_alias=True, exclude_none=True)

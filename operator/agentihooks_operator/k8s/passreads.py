@@ -3,7 +3,9 @@
 A pass reads the swarm's Pods from :class:`.podcache.PodCache` (fed by kopf's
 Pod events), and lists them only when the cache says a full list is due; an
 attempt whose Pod the cache lacks is read by name first (the watch may not
-have delivered a Pod created a moment ago). The Nodes are listed every
+have delivered a Pod created a moment ago). An attempt still observed ``gone`` is checked once
+more before the core may fence it (:meth:`PassReads._recheck_gone`): its launch may have been
+finished by another thread (an API decision) after the Pods were read. The Nodes are listed every
 quarter of ``node_lost_after_s`` (at most every 10 s, :func:`.scope.node_period`)
 and again when a changed Pod is bound to a Node the last list lacks; the Nodes
 that changed, vanished or are not Ready are kept in ``_touched`` so the pass
@@ -17,19 +19,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import redis
 
 from ..recovery.keys import SwarmKeys
+from ..recovery.models import AttemptObservation
 from ..recovery.records import AttemptRecord
 from .client import KubeClient
 from .errors import ApiError
 from .observe import split_foreign
 from .podcache import PodCache, PodView
 from .pods import Owner, label, owned_by, pod_name
-from .scope import Scope, node_period, touched_nodes
+from .scope import Scope, node_period, not_ready, touched_nodes
 
 log = logging.getLogger(__name__)
 #: Pods missing from the cache a pass reads one by one before it lists them all instead.
@@ -50,6 +53,8 @@ class PassReads:
         pod_cache: PodCache | None,
     ) -> None:
         self._nodes_allowed = True
+        self._redis = redis_client
+        self._work_key = keys.recovery_work
         #: The swarm's Pods as the watch shows them (``None``: every pass lists them, see :mod:`.podcache`).
         self._cache = pod_cache
         #: Which attempts an incremental pass observes (:mod:`.scope`).
@@ -113,17 +118,19 @@ class PassReads:
     def _nodes_of(
         self, pods: Mapping[str, Mapping[str, Any]], nodes: dict[str, dict[str, Any]] | None
     ) -> dict[str, dict[str, Any]] | None:
-        """The Nodes, listed again when a Pod is bound to one the first list lacks.
+        """The Nodes, listed again when a Pod is bound to one the list lacks or shows not Ready.
 
-        The Nodes are listed beside the Pods, not after them: a Node that joined (and got a Pod
-        bound to it) between the two reads would look deleted, and its healthy Pods lost. Only a
-        Node missing from a list taken after the Pods' is gone. ``pods`` are the Pods read this
-        pass (all of them on a full pass, the changed ones otherwise).
+        The Nodes are listed beside the Pods, not after them (and between full passes only every
+        node period): a Node that joined, or came back Ready, and got a Pod bound to it after that
+        list would look deleted or still lost, and its healthy new Pod lost with it (a real kubelet
+        back after an outage: the scheduler binds the replacement the moment the Node is Ready).
+        Only a Node missing, or not Ready, in a list taken after the Pods' is trusted. ``pods`` are
+        the Pods read this pass (all of them on a full pass, the changed ones otherwise).
         """
         if nodes is None:
             return None
         bound = {str((p.get("spec") or {}).get("nodeName") or "") for p in pods.values()} - {""}
-        if not bound - nodes.keys():
+        if not any(n not in nodes or not_ready(nodes[n]) for n in bound):
             return nodes
         touched = self._touched
         self._note_nodes(self._list_nodes())
@@ -137,6 +144,47 @@ class PassReads:
         names = [pod_name(a.execution_id) for a in attempts if pod_name(a.execution_id) not in view.pods]
         if len(names) > CONFIRM_MAX:
             return None
+        found = self._read_by_name(names)
+        if not found:
+            return view
+        return PodView({**view.pods, **found}, view.changed | found.keys(), full=False)
+
+    def _recheck_gone(
+        self,
+        attempts: list[AttemptRecord],
+        observations: list[AttemptObservation],
+        observe_again: Callable[[list[AttemptRecord], dict[str, Any]], list[AttemptObservation]],
+    ) -> list[AttemptObservation]:
+        """The observations with each ``gone`` one checked again, journal first, then the Pod.
+
+        The Pods were read before this; the core reads the journal after it and fences a ``gone``
+        attempt whose launch is no longer in flight. A launch another thread (an API decision)
+        finished in between would look lost: its Pod was created after the read. So the journal
+        is read first here: an attempt still launching is ``pending`` this pass (the journal
+        resolves it); for the others the Pod is read by name, now that their launch is over, and
+        a Pod found is observed as it is. Costs nothing while no attempt is ``gone``.
+        """
+        gone = [o.execution_id for o in observations if o.state == "gone"]
+        if not gone:
+            return observations
+        work = self._redis.hmget(self._work_key, gone)
+        launching = {e for e, v in zip(gone, work, strict=True) if v in (b"launch", "launch")}
+        found = self._read_by_name([pod_name(e) for e in gone if e not in launching])
+        again: dict[str, AttemptObservation] = {}
+        if found:
+            chosen = [a for a in attempts if pod_name(a.execution_id) in found]
+            again = {o.execution_id: o for o in observe_again(chosen, found)}
+        out: list[AttemptObservation] = []
+        for o in observations:
+            if o.execution_id in launching:
+                log.debug("attempt %s of %s is still launching: not lost", o.execution_id, self.owner.name)
+                out.append(o.model_copy(update={"state": "pending", "reason": None}))
+            else:
+                out.append(again.get(o.execution_id, o))
+        return out
+
+    def _read_by_name(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        """The Pods of ``names`` that exist, read one by one and fed to the cache."""
         found: dict[str, dict[str, Any]] = {}
         for name in names:
             pod = self.kube.get("pods", self.owner.namespace, name)
@@ -144,9 +192,7 @@ class PassReads:
                 found[name] = pod
                 if self._cache is not None:
                     self._cache.feed("MODIFIED", pod)
-        if not found:
-            return view
-        return PodView({**view.pods, **found}, view.changed | found.keys(), full=False)
+        return found
 
     def _split(self, view: PodView) -> dict[str, Any]:
         """The foreign Pods (another controller's), kept up to date from the changed ones."""

@@ -59,10 +59,32 @@ class TemplatePolicy:
     service_accounts: frozenset[str] = frozenset()
     operator_account: tuple[str, str] | None = None  # (namespace, name)
     secrets: frozenset[str] = frozenset()
+    #: The operator's own namespace, which holds its ServiceAccount and (in the chart) the Redis
+    #: password: no Swarm runs there unless ``allow_operator_namespace``.
+    operator_namespace: str | None = None
+    allow_operator_namespace: bool = False
+
+    def namespace_refusal(self, namespace: str) -> str | None:
+        """Why a Swarm may not launch Pods in ``namespace``, or ``None`` when it may."""
+        if self.allow_operator_namespace or not self.operator_namespace:
+            return None
+        if namespace != self.operator_namespace:
+            return None
+        return (
+            f"metadata.namespace: a Swarm may not run in {namespace!r}, the operator's own namespace, "
+            "which holds the operator's ServiceAccount and the Redis password; create it in a "
+            "namespace of its own that the operator watches (or the cluster operator sets "
+            "rbac.allowReleaseNamespace)"
+        )
 
     @classmethod
     def from_settings(
-        cls, accounts: str, operator_account: str, secrets: str, own_namespace: str
+        cls,
+        accounts: str,
+        operator_account: str,
+        secrets: str,
+        own_namespace: str,
+        allow_own_namespace: bool = False,
     ) -> TemplatePolicy:
         """From comma-separated names; ``operator_account`` is ``name`` or ``namespace/name``."""
         op: tuple[str, str] | None = None
@@ -73,6 +95,8 @@ class TemplatePolicy:
             service_accounts=frozenset(a.strip() for a in accounts.split(",") if a.strip()),
             operator_account=op,
             secrets=frozenset(s.strip() for s in secrets.split(",") if s.strip()),
+            operator_namespace=own_namespace.strip() or None,
+            allow_operator_namespace=allow_own_namespace,
         )
 
 

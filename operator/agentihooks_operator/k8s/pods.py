@@ -14,6 +14,7 @@ process launched the Pod is the ``operator-id`` annotation.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,9 @@ from ..swarm import SeatSpec, SwarmSpec
 from .crd import API_VERSION, KIND
 from .podtemplate import apply_template
 from .provider import ProviderCredential
+
+#: The worker's setting (``WorkerSettings.project_remotes``): project id → clone URL, as JSON.
+PROJECT_REMOTES_ENV = "AGENTIHOOKS_PROJECT_REMOTES"
 
 DOMAIN = wp.DOMAIN
 LAUNCH_DIR = wp.LAUNCH_DIR
@@ -264,6 +268,8 @@ def build_worker_pod(
     ]
     if spec.checkpoint_store.root:
         env.append({"name": "AGENTIHOOKS_CHECKPOINT_ROOT", "value": spec.checkpoint_store.root})
+    if seat.repository:  # where the worker clones the seat's project into an empty worktree
+        env.append({"name": PROJECT_REMOTES_ENV, "value": json.dumps({seat.project: seat.repository})})
     env.extend(_provider_env(ex, provider))
     mounts: list[dict[str, Any]] = [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}]
     volumes: list[dict[str, Any]] = [

@@ -60,6 +60,11 @@ def _readiness(node: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+def not_ready(node: Mapping[str, Any]) -> bool:
+    """The Node's Ready condition is not ``True`` (or it has none)."""
+    return _readiness(node)[0] != "True"
+
+
 def touched_nodes(
     before: Mapping[str, Mapping[str, Any]] | None, after: Mapping[str, Mapping[str, Any]]
 ) -> set[str]:

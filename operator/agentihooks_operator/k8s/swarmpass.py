@@ -208,16 +208,20 @@ class SwarmPass(PassReads):
         foreign = self._split(view)
         changed = view.pods if view.full else {n: view.pods[n] for n in view.changed if n in view.pods}
         node_view = self._nodes_of(changed, nodes.result())
-        observations = observe(
-            attempts,
-            view.pods,
-            node_view,
-            grace=self.grace,
-            grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
-            node_lost_after_s=self.node_lost_after_s,
-            now_ms=self.clock(),
-            foreign=foreign.keys(),
-        )
+
+        def observed(chosen: list[AttemptRecord], pods: dict[str, Any]) -> list[AttemptObservation]:
+            return observe(
+                chosen,
+                pods,
+                node_view,
+                grace=self.grace,
+                grace_ms=spec.recovery.image_pull_grace_seconds * 1000,
+                node_lost_after_s=self.node_lost_after_s,
+                now_ms=self.clock(),
+                foreign=foreign.keys(),
+            )
+
+        observations = self._recheck_gone(attempts, observed(attempts, view.pods), observed)
         self._scope.seen(observations, full=view.full)
         t2 = time.perf_counter()
         report = self.recovery.reconcile(spec, observations)

@@ -24,6 +24,7 @@ from agentihooks_operator.api import ApiState, SwarmRegistry
 from agentihooks_operator.api.auth import sha256_hex
 from agentihooks_operator.api.endpoints import STALE_MS, Endpoints, endpoints_key
 from agentihooks_operator.api.forward import FORWARDED_BY
+from agentihooks_operator.api.peers import Peers
 from agentihooks_operator.recovery import Recovery
 from testsupport.control_api import Secrets, World, live_api
 
@@ -42,8 +43,11 @@ class Replica:
 
 
 @contextmanager
-def second_replica(world: World, redis_url: str, operator_token: str | None = None) -> Iterator[Replica]:
-    """A replica ``ctl-b`` serving both swarms without their leases (same masters, same operator)."""
+def second_replica(
+    world: World, redis_url: str, operator_token: str | None = None, peers: Peers | None = None
+) -> Iterator[Replica]:
+    """A replica ``ctl-b`` serving both swarms without their leases (same masters, same operator);
+    ``peers`` decides which advertised addresses it contacts (default: loopback ones)."""
     client = redis.Redis.from_url(redis_url)
     registry = SwarmRegistry(Secrets({"master-a": "unused", "master-b": "unused"}))
     standby = {}
@@ -55,6 +59,8 @@ def second_replica(world: World, redis_url: str, operator_token: str | None = No
         registry.publish(swarm, standby[swarm], spec, holder="ctl-b")
     token = operator_token or world.tokens["operator"]
     state = ApiState(registry=registry, redis=client, operator_hash=sha256_hex(token), catalog=world.store)
+    if peers is not None:
+        state.peers = peers
     try:
         with live_api(state) as server:
             yield Replica(server.url, standby)
@@ -179,8 +185,8 @@ def test_the_holder_checks_the_forwarded_credential_and_no_log_shows_it(
 
 
 @contextmanager
-def capturing_holder() -> Iterator[tuple[str, list[bytes]]]:
-    """A plain HTTP server standing in for the holder: it keeps every request it gets, raw."""
+def capturing_holder(host: str = "127.0.0.1") -> Iterator[tuple[str, list[bytes]]]:
+    """A plain HTTP server on ``host`` standing in for the holder: it keeps every request it gets, raw."""
     import http.server
     import threading
 
@@ -200,11 +206,11 @@ def capturing_holder() -> Iterator[tuple[str, list[bytes]]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+        yield f"http://{host}:{server.server_address[1]}", seen
     finally:
         server.shutdown()
         server.server_close()

@@ -121,7 +121,7 @@ async def test_operator_runs_from_the_rendered_deployment(
     cluster, ns = real_cluster, real_cluster.namespace
     account = next(d for d in cluster.rbac if d["kind"] == "ServiceAccount")["metadata"]["name"]
     release = account.removesuffix(CHART_SUFFIX)  # the release whose RBAC the namespace holds
-    redis_port, control_port = free_port(), free_port()
+    redis_port, control_port, health_port = free_port(), free_port(), free_port()
     redis_argv = rendered_command(
         helm, {"redis": {"auth": {"existingSecret": "agentihooks-redis"}}}, redis_port, tmp_path
     )
@@ -130,8 +130,12 @@ async def test_operator_runs_from_the_rendered_deployment(
     )
     redis_server.start()
     values = {
-        "operator": {"port": control_port, "operatorToken": {"existingSecret": "agentihooks-operator-token"}},
-        "rbac": {"watchNamespaces": [ns]},
+        "operator": {
+            "port": control_port,
+            "healthPort": health_port,
+            "operatorToken": {"existingSecret": "agentihooks-operator-token"},
+        },
+        "rbac": {"watchNamespaces": [ns], "allowReleaseNamespace": True},
         "redis": {
             "mode": "external",
             "external": {"url": f"redis://127.0.0.1:{redis_port}/0"},
@@ -187,13 +191,18 @@ async def test_operator_runs_from_the_rendered_deployment(
         cwd=tmp_path,
     )
     live, ready = (container[p]["httpGet"] for p in ("livenessProbe", "readinessProbe"))
-    assert live["port"] == ready["port"] == "http" and container["ports"][0]["containerPort"] == control_port
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert live["port"] == ready["port"] == "health" and ports == {
+        "http": control_port,
+        "health": health_port,
+    }
     base = f"http://127.0.0.1:{control_port}"
+    probes = f"http://127.0.0.1:{health_port}"  # the probes' own listener
 
     async def status(path: str) -> int:
         try:
             async with httpx.AsyncClient(timeout=3) as http:
-                return (await http.get(base + path)).status_code
+                return (await http.get(probes + path)).status_code
         except httpx.HTTPError:
             return 0
 

@@ -302,6 +302,7 @@ def test_uninstall_hook_stops_the_operator_then_releases_the_swarms(
         "operator": {"port": free_port(), "terminationGracePeriodSeconds": 20},
         "redis": {"mode": "external", "external": {"url": redis_url}, "auth": {"enabled": False}},
         "uninstallHook": {"waitSeconds": 60},
+        "rbac": {"allowReleaseNamespace": True},  # the Swarms live beside the operator here
     }
     kubelet = StandInKubelet(control_plane, namespace, tmp_path)
     labels_of: Callable[[dict[str, Any]], dict[str, str]] = lambda p: p["metadata"].get("labels") or {}  # noqa: E731
@@ -390,7 +391,7 @@ def test_without_the_hook_a_swarm_deletion_hangs_until_the_command_runs(
     ``--no-hooks``) releases a Swarm already being deleted."""
     release = f"n{uuid.uuid4().hex[:6]}"
     kube = ("--namespace", namespace, "--kubeconfig", str(control_plane.admin_kubeconfig))
-    helm_ok(helm, "install", release, str(CHART), *kube)
+    helm_ok(helm, "install", release, str(CHART), *kube, "--set", "rbac.allowReleaseNamespace=true")
     with control_plane.client() as http:
         # the finalizer as kopf writes it (no operator runs in this test)
         body = swarm_body(namespace, "orphan", finalizers=[FINALIZER])

@@ -75,7 +75,10 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
     assert printed is not None and printed.group(1) == record["run"]["id"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
     assert record["tested_commit"] == head.stdout.strip()
-    assert record["package"] == "SV2-CKP-05" and record["mocked"] is False
+    assert record["package"] == "SV2-CKP-05"
+    # honest about what was simulated: the kubelet, and the fake harnesses of the acceptance cases
+    assert record["mocked"] is True and any("kubelet: simulated" in p for p in record["mocked_parts"])
+    assert any("fake claude/codex" in p for p in record["mocked_parts"])
     assert record["status"] == "passed" and record["package_complete"] is (missing is None)
     for key in ("evidence_class", "interfaces", "supported_versions", "remaining_limitations", "versions"):
         assert record[key]
@@ -176,7 +179,7 @@ def check_harnesses(record: dict, cases: dict, work: Path, missing: str | None) 
 def test_committed_record_comes_from_a_run_of_this_history() -> None:
     """The record in the repository was written by ``make evidence`` at a commit of this branch."""
     record = json.loads((REPO / "evidence" / "SV2-CKP-05" / "result.json").read_text())
-    assert record["mocked"] is False and record["status"] == "passed"
+    assert record["mocked"] is True and record["status"] == "passed"
     assert re.fullmatch(r"[0-9a-f-]{36}", record["run"]["id"])
     known = subprocess.run(["git", "cat-file", "-e", record["tested_commit"]], cwd=REPO, check=False)
     if known.returncode != 0:

@@ -199,7 +199,12 @@ async def test_the_operator_refuses_what_admission_cannot_know_and_creates_nothi
     ns = cluster.namespace
     account = _operator_account(cluster)
     tricks = _tricks(account)
-    settings = {"operator_service_account": account, "operator_namespace": ns}
+    # the operator's account lives in the Swarms' namespace here: a single-namespace trial, allowed
+    settings = {
+        "operator_service_account": account,
+        "operator_namespace": ns,
+        "allow_operator_namespace": True,
+    }
     async with running_operator(cluster, redis_url, **settings):
         for name, template, _ in tricks:
             body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": name}}
@@ -215,6 +220,31 @@ async def test_the_operator_refuses_what_admission_cannot_know_and_creates_nothi
         assert not any("hunter2" in str(e) for e in events)
     for verb_resource in ("pods", "secrets", "configmaps"):
         assert cluster.count("create", verb_resource) == 0, verb_resource
+    assert await cluster.pods() == []
+
+
+async def test_a_swarm_in_the_operators_own_namespace_gets_no_pods(
+    cluster: Cluster, author: httpx.AsyncClient, redis_url: str
+) -> None:
+    """That namespace holds the operator's ServiceAccount and the Redis password: a Swarm there, with
+    no Pod template at all, is blocked naming the rule, and nothing of an attempt is created."""
+    ns = cluster.namespace
+    settings = {"operator_service_account": _operator_account(cluster), "operator_namespace": ns}
+    rule = f"a Swarm may not run in {ns!r}, the operator's own namespace"
+    body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": "beside"}}
+    async with running_operator(cluster, redis_url, **settings):
+        r = await author.post(SWARMS.format(ns=ns), json={**body, "spec": swarm_spec()})
+        assert r.status_code == 201, r.text
+        card = await eventually(lambda: _blocked(cluster, "beside", rule), what="the blocked card")
+        assert "metadata.namespace" in card["launch_blocked"]
+
+        async def reported() -> bool:
+            events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
+            return any(e["involvedObject"]["name"] == "beside" and rule in e["message"] for e in events)
+
+        await eventually(reported, what="the LaunchBlocked Event naming the rule")
+    for resource in ("pods", "secrets", "configmaps"):
+        assert cluster.count("create", resource) == 0, resource
     assert await cluster.pods() == []
 
 

@@ -213,6 +213,8 @@ async def _replicas(
                 "AGENTIHOOKS_CONTROL_PORT": str(port),
                 "AGENTIHOOKS_OPERATOR_TOKEN": token,
                 "AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "1",
+                # a write reaching the replica without the swarm's lease is forwarded to its holder
+                "AGENTIHOOKS_API_ADVERTISE_URL": f"http://127.0.0.1:{port}",
             }
             await stack.enter_async_context(
                 operator_process(

@@ -83,8 +83,10 @@ def test_the_source_scan_finds_the_known_calls() -> None:
 def test_namespaced_rbac_matches_the_operators_calls(helm: Helm) -> None:
     # the uninstall hook's own RBAC is checked in test_uninstall_hook.py
     docs = without_hooks(helm.render(value_sets()["replicas"]))  # two watched namespaces
-    roles = by_kind(docs, "Role")
+    roles = [r for r in by_kind(docs, "Role") if not r["metadata"]["name"].endswith("-peers")]
     assert len(roles) == 2
+    peers = one([r for r in by_kind(docs, "Role") if r not in roles], "Role")
+    assert granted(peers["rules"]) == {("", "pods", "get")} <= reference()  # forwarding's peer check
     cluster = granted(one(docs, "ClusterRole")["rules"])
     assert {(g, r) for g, r, _ in cluster} <= CLUSTER_SCOPED, "namespaced mode grants no cluster-wide writes"
     for role in roles:

@@ -70,9 +70,14 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    # the probes have a listener of their own (api/health.py), which API clients cannot starve
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert c["ports"] == [
+        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+        {"name": "health", "containerPort": 8081, "protocol": "TCP"},
+    ]
+    assert env_of(c)["AGENTIHOOKS_HEALTH_PORT"]["value"] == "8081"
     # Read-only root: /tmp is an emptyDir big enough to spool a worker's checkpoint upload.
     assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
     assert {"name": "tmp", "emptyDir": {"sizeLimit": "4Gi"}} in pod["volumes"]
@@ -82,7 +87,8 @@ def test_operator_deployment_is_hardened(helm: Helm) -> None:
         env["AGENTIHOOKS_REDIS_URL"]["value"]
         == f"redis://rel-agentihooks-recovery-redis.{NAMESPACE}.svc:6379/0"
     )
-    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == NAMESPACE
+    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == "agents"  # apart from the release namespace
+    assert "AGENTIHOOKS_ALLOW_OPERATOR_NAMESPACE" not in env
     assert env["AGENTIHOOKS_OPERATOR_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["AGENTIHOOKS_CONTROL_PORT"]["value"] == "8080"
     # No store by default, and no credential ever appears as a literal value.
@@ -175,7 +181,12 @@ def test_several_replicas(helm: Helm) -> None:
     assert one(docs, "Deployment")["spec"]["replicas"] == 3
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
     roles = by_kind(docs, "Role")
-    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    watched = [r["metadata"]["namespace"] for r in roles if not r["metadata"]["name"].endswith("-peers")]
+    assert sorted(watched) == ["team-a", "team-b"]
+    # the release namespace is not watched: only reading operator Pods by name is granted there
+    peers = next(r for r in roles if r["metadata"]["name"].endswith("-peers"))
+    assert peers["metadata"]["namespace"] == NAMESPACE
+    assert peers["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
     bindings = by_kind(docs, "RoleBinding")
     assert {b["subjects"][0]["namespace"] for b in bindings} == {NAMESPACE}
     env = env_of(_operator(docs))
@@ -184,6 +195,33 @@ def test_several_replicas(helm: Helm) -> None:
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        ({}, "rbac.watchNamespaces is empty"),
+        ({"rbac": {"watchNamespaces": ["team-a", NAMESPACE]}}, "includes the release namespace"),
+    ],
+)
+def test_the_swarms_namespace_must_be_given_and_not_be_the_operators(
+    helm: Helm, values: dict[str, object], says: str
+) -> None:
+    """The release namespace holds the operator's account and the Redis password: not watched unless
+    the cluster operator says so."""
+    args = ["template", "rel", str(CHART), "--namespace", NAMESPACE]
+    with_values = helm.template(values) if values else helm.run(*args)  # no base values: the bare chart
+    assert with_values.returncode != 0
+    assert says in with_values.stderr and f'"{NAMESPACE}"' in with_values.stderr
+    assert "ServiceAccount and the Redis password" in with_values.stderr
+
+
+def test_a_single_namespace_trial_is_allowed_when_asked_for(helm: Helm) -> None:
+    docs = without_hooks(helm.render({"rbac": {"watchNamespaces": [], "allowReleaseNamespace": True}}))
+    env = env_of(_operator(docs))
+    assert env["AGENTIHOOKS_NAMESPACES"]["value"] == NAMESPACE
+    assert env["AGENTIHOOKS_ALLOW_OPERATOR_NAMESPACE"]["value"] == "true"
+    assert [r["metadata"]["namespace"] for r in by_kind(docs, "Role")] == [NAMESPACE]  # no peers Role
 
 
 def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:

@@ -149,10 +149,11 @@ def test_redis_is_reachable_only_from_the_operator(helm: Helm) -> None:
 
 
 def test_the_control_api_is_reachable_only_from_workers_of_watched_namespaces(helm: Helm) -> None:
-    policies = _policies(helm)
-    assert reaches(policies, OPERATOR, WORKER, NAMESPACE)
+    policies = _policies(helm)  # the Swarms run in "agents", apart from the release namespace
+    assert reaches(policies, OPERATOR, WORKER, "agents")
+    assert not reaches(policies, OPERATOR, WORKER, NAMESPACE), "the release namespace is not watched"
     assert reaches(policies, OPERATOR, OPERATOR, NAMESPACE), "its own replicas"
-    assert not reaches(policies, OPERATOR, {}, NAMESPACE), "a Pod without the labels"
+    assert not reaches(policies, OPERATOR, {}, "agents"), "a Pod without the labels"
     assert not reaches(policies, OPERATOR, WORKER, "other-team"), "worker labels in an unwatched namespace"
 
 

@@ -55,6 +55,13 @@ CASES = [
         Verdict("failed", "evicted"),
     ),
     (
+        "pod GC of a deleted node",  # kube-controller-manager marks an orphaned Pod before deleting it
+        k.pod(k.disruption("DeletionByPodGC"), deleting=True),
+        None,
+        False,
+        Verdict("failed", "node_lost"),
+    ),
+    (
         "taint manager",
         k.pod(k.disruption("DeletionByTaintManager"), deleting=True),
         READY_NODE,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agentihooks_operator.k8s.config import OperatorConfig
 from agentihooks_operator.k8s.podpolicy import TemplatePolicy, refusals, secret_refs
 
 NS = "team-a"
@@ -140,3 +141,19 @@ def test_settings_parse_names_and_namespaces() -> None:
     assert p.service_accounts == frozenset({"a", "b"}) and p.operator_account is None
     assert p.secrets == frozenset({"s1", "s2"})
     assert TemplatePolicy.from_settings("", "op", "", "ops").operator_account == ("ops", "op")
+
+
+def test_no_swarm_runs_in_the_operators_own_namespace_unless_allowed() -> None:
+    policy = TemplatePolicy.from_settings("", "op-sa", "", "agentihooks")
+    said = policy.namespace_refusal("agentihooks")
+    assert said is not None and said.startswith("metadata.namespace: ")
+    assert "ServiceAccount and the Redis password" in said and "rbac.allowReleaseNamespace" in said
+    assert policy.namespace_refusal("agents") is None
+    assert (
+        TemplatePolicy.from_settings("", "op-sa", "", "agentihooks", True).namespace_refusal("agentihooks")
+        is None
+    )
+    assert TemplatePolicy.from_settings("", "", "", "").namespace_refusal("default") is None  # not in a Pod
+    assert OperatorConfig(operator_namespace="ops").template_policy.namespace_refusal("ops") is not None
+    allowed = OperatorConfig(operator_namespace="ops", allow_operator_namespace=True)
+    assert allowed.template_policy.namespace_refusal("ops") is None

@@ -522,3 +522,17 @@ def test_read_says_why_a_secret_cannot_be_had() -> None:
         read(_Kube(flaky), "team-a", "anthropic", "claude")  # type: ignore[arg-type]
     got = read(_Kube(_secret(CLAUDE_CODE_OAUTH_TOKEN=B64)), "team-a", "anthropic", "claude")  # type: ignore[arg-type]
     assert got.env == ("CLAUDE_CODE_OAUTH_TOKEN",)
+
+
+def test_the_seats_repository_reaches_the_worker_as_its_project_remote() -> None:
+    """``seats[].repository`` is where the worker clones an empty worktree from; without it in the
+    Pod's environment the worker had no repository on a real node and never captured anything."""
+    doc = _spec().model_dump(by_alias=True, exclude_none=True)
+    doc["seats"][0]["repository"] = "https://git.example/acme/app.git"
+    pod, _ = build_worker_pod(SwarmSpec.model_validate(doc), OWNER, EX)
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert json.loads(env["AGENTIHOOKS_PROJECT_REMOTES"]) == {
+        "github.com/acme/app": "https://git.example/acme/app.git"
+    }
+    pod, _ = build_worker_pod(_spec(), OWNER, EX)  # no repository: nothing set, the worker's default
+    assert "AGENTIHOOKS_PROJECT_REMOTES" not in {e["name"] for e in pod["spec"]["containers"][0]["env"]}

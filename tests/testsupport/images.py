@@ -1,0 +1,158 @@
+"""Container images made on this machine, for a node that can pull from no registry.
+
+An image here is a docker-archive tarball (``manifest.json``, a config, one
+layer tar per layer) that ``ctr images import`` loads into containerd. Two are
+built from parts this machine has:
+
+- **pause**: the sandbox image every Pod needs, a static C program that waits
+  on ``pause()`` and exits on SIGINT/SIGTERM (``gcc -static``).
+- **probe**: Debian's static busybox and a short script, run as uid 1000 on a
+  read-only root. Its first generation (``"generation":1,`` in the launch
+  record the operator mounts) ends as ``PROBE_MODE`` says: ``oom`` allocates
+  far past any small memory limit, so the kernel kills it; ``exit`` exits 3;
+  ``wait`` runs on. Any later generation waits until it is stopped. It stands
+  in for the worker image where a test is about how a Pod dies, not about the
+  worker (those use the real worker image).
+
+Each tarball is cached under the images folder by a hash of its inputs. The project's own images
+(operator and worker, from ``deploy/Dockerfile.*``) are ``scripts/images.sh``'s:
+:func:`project_images` runs it (a no-op when its cache holds the current inputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+PAUSE_REF = "agentihooks.local/pause:1"
+PROBE_REF = "agentihooks.local/probe:1"
+PAUSE_C = r"""
+#include <signal.h>
+#include <unistd.h>
+static void stop(int sig) { (void)sig; _exit(0); }
+int main(void) {
+  signal(SIGINT, stop);
+  signal(SIGTERM, stop);
+  for (;;) pause();
+}
+"""
+PROBE_SH = """\
+# PROBE_MODE (the Pod template's env) says how generation 1 ends; later generations wait until stopped.
+# oom: grow past the memory limit (the kernel kills it); exit: exit 3; wait: run until stopped.
+if /bin/busybox grep -q '"generation":1,' "$AGENTIHOOKS_LAUNCH_RECORD"; then
+  case "${PROBE_MODE:-oom}" in
+    oom) /bin/busybox dd if=/dev/zero of=/dev/null bs=512M count=1; exit 4 ;;
+    exit) exit 3 ;;
+  esac
+fi
+exec /bin/busybox sleep 100000
+"""
+BUSYBOX = Path("/bin/busybox")
+
+
+def _layer(files: dict[str, tuple[bytes, int]]) -> bytes:
+    """A layer tar holding ``path -> (content, mode)`` (folders made as needed, owned by root)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        folders = sorted({str(Path(p).parent) for p in files} - {"."})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for path, (content, mode) in sorted(files.items()):
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(content), mode
+            tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def docker_archive(ref: str, layer: bytes, config: dict[str, object]) -> bytes:
+    """One-layer docker-archive tarball of image ``ref`` with container ``config``."""
+    diff = "sha256:" + hashlib.sha256(layer).hexdigest()
+    image = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [diff]},
+        "history": [{"created_by": "agentihooks tests/testsupport/images.py"}],
+    }
+    raw = json.dumps(image, sort_keys=True).encode()
+    config_name = hashlib.sha256(raw).hexdigest() + ".json"
+    layer_name = diff.removeprefix("sha256:") + "/layer.tar"
+    manifest = json.dumps([{"Config": config_name, "RepoTags": [ref], "Layers": [layer_name]}]).encode()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, content in ((config_name, raw), (layer_name, layer), ("manifest.json", manifest)):
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()
+
+
+def _cached(folder: Path, name: str, inputs: bytes) -> Path:
+    return folder / f"{name}-{hashlib.sha256(inputs).hexdigest()[:16]}.tar"
+
+
+def pause_image(folder: Path) -> Path:
+    """The pause image tarball, built once per source (needs gcc with a static libc)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = _cached(folder, "pause", PAUSE_C.encode())
+    if target.exists():
+        return target
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise RuntimeError("building the pause image needs gcc (apt-get install gcc libc6-dev)")
+    source, binary = folder / "pause.c", folder / "pause"
+    source.write_text(PAUSE_C)
+    subprocess.run([gcc, "-static", "-Os", "-o", str(binary), str(source)], check=True, capture_output=True)
+    layer = _layer({"pause": (binary.read_bytes(), 0o755)})
+    config = {"Entrypoint": ["/pause"], "User": "65535:65535"}
+    part = target.with_suffix(".part")
+    part.write_bytes(docker_archive(PAUSE_REF, layer, config))
+    part.rename(target)
+    return target
+
+
+def probe_image(folder: Path) -> Path:
+    """The probe image tarball (Debian's static busybox, see the module)."""
+    if not BUSYBOX.exists():
+        raise RuntimeError("the probe image needs Debian's static busybox (apt-get install busybox-static)")
+    folder.mkdir(parents=True, exist_ok=True)
+    busybox = BUSYBOX.read_bytes()
+    if b"/lib64/ld-linux" in busybox[:4096] or b"/lib/ld-linux" in busybox[:4096]:
+        raise RuntimeError(f"{BUSYBOX} is linked dynamically: the probe image needs busybox-static")
+    target = _cached(folder, "probe", busybox + PROBE_SH.encode())
+    if target.exists():
+        return target
+    files = {"bin/busybox": (busybox, 0o755), "probe.sh": (PROBE_SH.encode(), 0o644)}
+    layer = _layer(files)
+    config = {"Entrypoint": ["/bin/busybox", "sh", "/probe.sh"], "User": "1000:1000", "WorkingDir": "/"}
+    part = target.with_suffix(".part")
+    part.write_bytes(docker_archive(PROBE_REF, layer, config))
+    part.rename(target)
+    return target
+
+
+def project_images() -> dict[str, tuple[str, Path]]:
+    """``{"operator": (ref, tarball), "worker": (ref, tarball)}``, built by ``scripts/images.sh`` when
+    its cache lacks them (buildah, mmdebstrap; a few minutes cold). A failed build names its step."""
+    res = subprocess.run(
+        [str(REPO / "scripts" / "images.sh")], capture_output=True, text=True, check=False, timeout=1800
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"scripts/images.sh failed: {res.stderr.strip()[-2000:]}")
+    found: dict[str, tuple[str, Path]] = {}
+    for line in res.stdout.splitlines():
+        ref, _, tarball = line.partition(" ")
+        name = ref.rsplit("/", 1)[-1].split(":", 1)[0].removeprefix("agentihooks-")
+        found[name] = (ref, Path(tarball))
+    if set(found) != {"operator", "worker"}:
+        raise RuntimeError(f"scripts/images.sh printed {res.stdout!r}, not the two images")
+    return found
