@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import redis
 from agentihooks_checkpoint.scope import StoreScope
+from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, ControlServer, SwarmRegistry, start_control_api
 from agentihooks_operator.api.auth import sha256_hex
@@ -92,7 +93,7 @@ class World:
     url: str
     server: ControlServer
     client: redis.Redis
-    store: LocalStore
+    store: CheckpointStore
     launcher: MemoryLauncher
     registry: SwarmRegistry
     state: ApiState
@@ -178,12 +179,24 @@ class World:
 
 
 @contextmanager
-def make_world(redis_url: str, tmp_path: Path, limits: ServerLimits | None = None) -> Iterator[World]:
-    """Two swarms (``swarm-a``, ``swarm-b``) on a live API; see ``tests/integration/api``."""
+def make_world(
+    redis_url: str,
+    tmp_path: Path,
+    limits: ServerLimits | None = None,
+    *,
+    store: CheckpointStore | None = None,
+    progress: bool = True,
+) -> Iterator[World]:
+    """Two swarms (``swarm-a``, ``swarm-b``) on a live API; see ``tests/integration/api``.
+
+    ``store`` is the controller's catalog and store (default: a local root at ``tmp_path/store``);
+    with ``progress`` the first attempts are reported as holding ``sess-1`` archived to record 5
+    (off: only what their workers report)."""
     client = redis.Redis.from_url(redis_url)
-    root = tmp_path / "store"
-    root.mkdir()
-    store = LocalStore(root)
+    if store is None:
+        root = tmp_path / "store"
+        root.mkdir()
+        store = LocalStore(root)
     launcher = MemoryLauncher()
     tokens = {
         "operator": "op-" + secrets.token_urlsafe(24),
@@ -205,8 +218,9 @@ def make_world(redis_url: str, tmp_path: Path, limits: ServerLimits | None = Non
             spec = swarm_with_masters({master: secret})
             r = Recovery(client, swarm, holder="ctl-a", catalog=store, launcher=launcher, namespace="default")
             w.first[swarm] = r.ensure_seats(spec)[0]
-            r.report_session(w.first[swarm].execution_id, "sess-1")
-            r.report_watermark(w.first[swarm].execution_id, 5)
+            if progress:
+                r.report_session(w.first[swarm].execution_id, "sess-1")
+                r.report_watermark(w.first[swarm].execution_id, 5)
             registry.publish(swarm, r, spec, holder="ctl-a")
             w.recoveries[swarm], w.specs[swarm] = r, spec
         yield w

@@ -21,8 +21,11 @@ from agentihooks_operator.recovery import LaunchPlan
 from .fake_harness import BIN, CLAUDE
 
 
-def remote_launch(plan: LaunchPlan, control_url: str, project: str, swarm: str = "swarm-a") -> dict[str, Any]:
-    """The launch record of ``plan``: a Claude seat restoring through the control API."""
+def remote_launch(
+    plan: LaunchPlan, control_url: str, project: str, swarm: str = "swarm-a", *, remote: bool = True
+) -> dict[str, Any]:
+    """The launch record of ``plan``: a Claude seat restoring through the control API (``remote``),
+    or through its own store (then given by the worker's environment) reporting to that API."""
     return {
         "schema_version": 1,
         "authority": {
@@ -43,13 +46,20 @@ def remote_launch(plan: LaunchPlan, control_url: str, project: str, swarm: str =
         },
         "restore": plan.directive.model_dump(mode="json") if plan.directive else None,
         "restore_from": plan.restore_from.model_dump(mode="json") if plan.restore_from else None,
-        "checkpoint_remote": True,
+        "checkpoint_remote": remote,
         **({"store_namespace": plan.store_namespace} if plan.store_namespace else {}),
     }
 
 
 def start_boot(
-    plan: LaunchPlan, folder: Path, *, control_url: str, project: str, worktree: Path | str, **env: str
+    plan: LaunchPlan,
+    folder: Path,
+    *,
+    control_url: str,
+    project: str,
+    worktree: Path | str,
+    remote: bool = True,
+    **env: str,
 ) -> subprocess.Popen[str]:
     """``agentihooks-worker boot`` for ``plan`` in ``folder`` (created), as its Pod would run it.
 
@@ -58,7 +68,7 @@ def start_boot(
     ``FAKE_*``/``AGENTIHOOKS_*`` environment leaks in.
     """
     folder.mkdir()
-    (folder / "launch.json").write_text(json.dumps(remote_launch(plan, control_url, project)))
+    (folder / "launch.json").write_text(json.dumps(remote_launch(plan, control_url, project, remote=remote)))
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AGENTIHOOKS_"))}
     full.update(
         {

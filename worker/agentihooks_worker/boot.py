@@ -6,7 +6,9 @@
 3. mark Claude Code's onboarding done and the worktree trusted;
 4. pick the checkpoint store;
 5-9. the Restorer: verify, project check, native files and version, source, continuation;
-10. report the outcome (``checkpoint_remote``) and log one ``restore_verified`` line; report the
+10. report the outcome to the controller (every launch naming a control URL, whatever its store:
+    the session and archive watermark too, so a fence knows what a checkpoint covers) and log one
+    ``restore_verified`` line; report the
     restore (result and duration) for the controller's metrics, best effort;
 11. take a first capture under this attempt's own generation, then supervise the harness.
 
@@ -125,7 +127,7 @@ class Boot:
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
         environ = os.environ if self.environ is None else self.environ
         store = open_store(self.settings, launch, environ)
-        if launch.checkpoint_remote and self.reporter is None:
+        if self.reporter is None:  # any launch that names its controller reports to it, whatever its store
             self.reporter = control_reporter(launch, environ, self.settings)
         state = AttemptState(layout.root / "run")
         restored = state.load()
@@ -141,7 +143,7 @@ class Boot:
             state.save(restored)
             self.restorer.on_step("restored")
         # A first launch (no directive) is no restore: the controller accepts outcomes only from replacements.
-        reportable = launch.checkpoint_remote and launch.restore is not None
+        reportable = self.reporter is not None and launch.restore is not None
         if reportable and self.reporter is not None and not state.done("reported"):
             self._report_outcome(self.reporter, restored)
             state.mark("reported")
@@ -171,14 +173,14 @@ class Boot:
             log.info("the restore report for the controller's metrics was not counted")
 
     def _report_refusal(self, r: Refused) -> None:
-        """A ``checkpoint_remote`` replacement tells its controller it refused, before it exits.
+        """A replacement tells its controller it refused, before it exits (whatever its store).
 
         The controller then keeps the seat's accepted decision and waits for the operator to fix the
         cause and relaunch, instead of fencing the exit as a new failure. Retried like every call to
         the controller; a report that cannot be made is logged and changes nothing else.
         """
         launch = self._launch
-        if launch is None or not launch.checkpoint_remote or launch.restore is None or not launch.control_url:
+        if launch is None or launch.restore is None or not launch.control_url:
             return
         eid = launch.authority.execution_id
         reporter = self.reporter
@@ -187,6 +189,8 @@ class Boot:
                 environ = os.environ if self.environ is None else self.environ
                 reporter = self.reporter = control_reporter(launch, environ, self.settings)
             except (Refused, CheckpointError):  # no credential to report with
+                return
+            if reporter is None:
                 return
         send = getattr(reporter, "report_refusal", None)
         if send is None:
@@ -236,7 +240,7 @@ class Boot:
         state.mark("initial_capture", result.checkpoint_id if result else True)
         if result is not None:
             self.initial_progress = (result.session_id, result.watermark)
-            if ctx.launch.checkpoint_remote and self.reporter is not None:
+            if self.reporter is not None:
                 try:
                     self.reporter.report_progress(a.execution_id, result.session_id, result.watermark)
                 except CheckpointError as e:
@@ -251,7 +255,7 @@ class Boot:
         a = ctx.launch.authority
 
         def progress(session_id: str | None, watermark: int | None) -> None:
-            if ctx.launch.checkpoint_remote and self.reporter is not None:
+            if self.reporter is not None:
                 self.reporter.report_progress(a.execution_id, session_id, watermark)
 
         sup = Supervisor(

@@ -27,6 +27,8 @@ def boot_command(
 ) -> None:
     """Verify and restore this attempt's checkpoint, then run the harness under the supervisor."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore"):  # a line per request, URL and all; the client says when it retries
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     keep_children_out()  # before the credential is read: the harness may not read it from us
     try:
         settings = WorkerSettings()

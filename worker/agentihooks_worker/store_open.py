@@ -57,10 +57,20 @@ def open_store(
 
 def control_reporter(
     launch: LaunchRecord, environ: Mapping[str, str], settings: WorkerSettings | None = None
-) -> ControlReporter:
-    """The reporter of a ``checkpoint_remote`` launch (its control URL was checked by ``choose_store``)."""
-    assert launch.control_url is not None
+) -> ControlReporter | None:
+    """The reporter to the controller of any launch that names a control URL (whatever its store):
+    the outcome, the session and archive watermark the fence records, a refusal. ``None`` without a
+    control URL, or without a worker credential outside ``checkpoint_remote`` (a remote launch
+    without one is refused by :func:`worker_token`)."""
+    if launch.control_url is None:
+        return None
+    if not launch.checkpoint_remote and not environ.get(TOKEN_ENV):
+        return None
     retry = settings.control_retry_seconds if settings is not None else WorkerSettings().control_retry_seconds
     return ControlReporter(
-        launch.control_url, launch.authority.execution_id, worker_token(environ), retry_seconds=retry
+        launch.control_url,
+        launch.authority.execution_id,
+        worker_token(environ),
+        retry_seconds=retry,
+        quick_progress=not launch.checkpoint_remote,
     )

@@ -145,8 +145,9 @@ class Supervisor:
     def _report(self, session_id: str | None, watermark: int | None) -> None:
         if (session_id, watermark) == self.last_reported or self.on_progress is None:
             return
-        self.last_reported = (session_id, watermark)
         try:
             self.on_progress(session_id, watermark)
-        except Exception as e:
+        except Exception as e:  # not noted as reported: the next capture reports it again
             log.warning("progress report failed: %s", type(e).__name__)
+            return
+        self.last_reported = (session_id, watermark)

@@ -6,8 +6,9 @@ reading the Pods and reconciling. The pass had read the Pods before the replacem
 existed; the core then read the journal after the launch had finished, saw nothing in flight
 and fenced the brand-new attempt as ``node_lost``: a second failure, a second fence, a seat back
 to awaiting a decision. Here the interleaving is made deterministic, on the real control plane
-with the real operator: the replacement's create is held until the pass has read the Pods
-without it, and the pass is held until the launch has finished.
+with the real operator: the replacement's create is held until a pass (full or incremental) has
+read the Pods without it, and that pass is held, before it reads the journal, until the launch
+has finished.
 """
 
 from __future__ import annotations
@@ -64,26 +65,29 @@ async def test_a_replacement_launched_by_a_decision_during_a_pass_is_not_fenced(
                 create_go.wait(60)
             return launch(plan)
 
-        confirm = runner._confirm_absent
+        recheck = runner._recheck_gone
 
-        def held_confirm(view: Any, attempts: list[Any]) -> Any:
-            out = confirm(view, attempts)
-            pods = (out or view).pods
-            if not pass_read.is_set() and any(
-                a.generation == 2 and f"swarm-{a.execution_id}" not in pods for a in attempts
-            ):
-                pass_read.set()  # this pass has read the Pods without the replacement's
+        def held_recheck(attempts: list[Any], observations: list[Any], observe_again: Any) -> Any:
+            # Every pass, full or incremental, comes here after its Pod reads and before the
+            # journal is read: the window the lost launch fell into.
+            new = {a.execution_id for a in attempts if a.generation == 2}
+            if not pass_read.is_set() and any(o.execution_id in new for o in observations):
+                pass_read.set()  # this pass observed the replacement before its Pod existed
                 pass_go.wait(60)
-            return out
+            return recheck(attempts, observations, observe_again)
 
         ctx.launcher.launch = held_launch
-        runner._confirm_absent = held_confirm
+        runner._recheck_gone = held_recheck
         deciding = threading.Thread(target=_decide, args=(runner.recovery, lost))
         try:
             deciding.start()
-            await eventually(pass_read.is_set, what="a pass that read the Pods while the launch is held")
+            await eventually(
+                pass_read.is_set, timeout=60, what="a pass that read the Pods while the launch is held"
+            )
             create_go.set()
-            await eventually(lambda: not deciding.is_alive(), what="the decision's launch finished")
+            await eventually(
+                lambda: not deciding.is_alive(), timeout=60, what="the decision's launch finished"
+            )
             work = keys_of(client, "example").recovery_work
             second = await replacement(cluster, "example", 2)
             new = eid(second)
@@ -93,10 +97,14 @@ async def test_a_replacement_launched_by_a_decision_during_a_pass_is_not_fenced(
             pass_go.set()
         # the held pass goes on, and later passes too: the new attempt is not lost
         done = memo["results"].get(key)
-        await eventually(lambda: memo["results"].get(key) is not done, what="the held pass ending")
+        await eventually(
+            lambda: memo["results"].get(key) is not done, timeout=60, what="the held pass ending"
+        )
         for _ in range(3):
             last = memo["results"].get(key)
-            await eventually(lambda last=last: memo["results"].get(key) is not last, what="a next pass")
+            await eventually(
+                lambda last=last: memo["results"].get(key) is not last, timeout=60, what="a next pass"
+            )
         assert fence(redis_url, "example", new) is None, "the replacement was fenced as lost"
         await kubelet.set_status(second["metadata"]["name"], kl.running(), node_name="kind-worker")
         assert [gen(p) for p in await cluster.pods("example")] == [2]

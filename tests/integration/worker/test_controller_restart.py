@@ -190,6 +190,10 @@ def wait_dead(proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
+def retry_notices(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "retrying" in line and "controller" in line]
+
+
 def assert_same_continuity(fleet: Fleet, results: dict[str, tuple[int, str]]) -> None:
     for plan in fleet.plans:
         code, err = results[plan.execution_id]
@@ -224,6 +228,10 @@ def test_a_controller_killed_mid_download_and_back_10_s_later_loses_no_seat(flee
         results = finish(workers)
     assert time.monotonic() - killed_at >= RESTART_AFTER_S
     assert_same_continuity(fleet, results)
+    for _, err in results.values():  # said it was retrying, and when it got through; never a URL a call
+        assert "/v1/executions/" not in err and "HTTP Request" not in err, err[-3000:]
+        assert 1 <= len(retry_notices(err)) <= 3, err[-3000:]
+        assert "the controller answered again after" in err, err[-3000:]
 
 
 def test_the_harness_starts_only_after_the_outcome_is_recorded(fleet: Fleet) -> None:
@@ -247,3 +255,9 @@ def test_a_controller_that_never_comes_back_is_store_unreachable(fleet: Fleet) -
     [refused] = events(err, "restore_refused")
     assert refused["reason"] == "store_unreachable"
     assert harness_runs(fleet.tmp / plan.execution_id) == []
+    # every call of those 3 s (the restore's reads, the refusal report) retried: one line says so
+    assert retry_notices(err) == [
+        "WARNING agentihooks_checkpoint.stores.remote: the controller cannot be reached (ConnectError); "
+        "retrying for up to 3 s"
+    ], err[-3000:]
+    assert "/v1/executions/" not in err and "HTTP Request" not in err, err[-3000:]

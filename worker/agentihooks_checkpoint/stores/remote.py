@@ -17,12 +17,17 @@ timeouts and ``502``/``503``/``504`` answers with jittered exponential backoff
 since the call began; only then does it fail with :class:`StoreUnreachable`.
 A download cut off midway is opened again and continues where it stopped
 (the bytes already read are skipped: objects are immutable and verified by
-hash anyway). Nothing else is retried: a refusal (4xx) is final.
+hash anyway). Nothing else is retried: a refusal (4xx) is final. While it retries,
+the worker says so once, then every :data:`NOTICE_SECONDS` (:class:`RetryNotice`),
+and once more when the controller answers again; no line names a URL (httpx's
+own per-request lines are silenced by the worker's logging set-up).
 """
 
 from __future__ import annotations
 
+import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -50,6 +55,56 @@ MAX_WAIT = 5.0
 TIMEOUT = httpx.Timeout(60.0, connect=10.0, pool=10.0)
 #: How long a restore report (for the controller's metrics only) is retried: it never holds a worker up.
 REPORT_RETRY_SECONDS = 5.0
+#: While the controller stays away, how often the worker repeats that it is still retrying.
+NOTICE_SECONDS = 30.0
+
+log = logging.getLogger(__name__)
+
+
+class RetryNotice:
+    """Whether to say "retrying" now: once when the controller goes away, then every
+    ``every`` seconds, and once when it answers again; shared by every call of the process."""
+
+    def __init__(self, every: float = NOTICE_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.every = every
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._since: float | None = None  # when the current outage was first noticed
+        self._said: float = 0.0
+        self._retries = 0
+
+    def failed(self, why: str, retry_seconds: float) -> None:
+        with self._lock:
+            now = self.clock()
+            self._retries += 1
+            if self._since is None:
+                self._since = self._said = now
+                log.warning(
+                    "the controller cannot be reached (%s); retrying for up to %.0f s", why, retry_seconds
+                )
+            elif now - self._said >= self.every:
+                self._said = now
+                log.warning(
+                    "still retrying the controller (%s): %d retries over %.0f s",
+                    why,
+                    self._retries,
+                    now - self._since,
+                )
+
+    def answered(self) -> None:
+        with self._lock:
+            if self._since is None:
+                return
+            log.warning(
+                "the controller answered again after %d retries over %.0f s",
+                self._retries,
+                self.clock() - self._since,
+            )
+            self._since, self._retries = None, 0
+
+
+#: The process's notice (every client of the worker shares it).
+NOTICE = RetryNotice()
 
 
 def retry_seconds_from(environ: Mapping[str, str]) -> float:
@@ -130,6 +185,7 @@ class _Client:
         retry_seconds: float = RETRY_SECONDS,
         retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        notice: RetryNotice | None = None,
     ) -> None:
         if not token:
             raise StoreError(f"no worker credential: {TOKEN_ENV} is empty")
@@ -140,6 +196,7 @@ class _Client:
         self.retry_seconds = retry_seconds
         self.retries = retries
         self.sleep = sleep
+        self.notice = notice or NOTICE
 
     def backoff(self) -> _Backoff:
         return _Backoff(self.retry_seconds, self.retries, self.sleep)
@@ -162,12 +219,17 @@ class _Client:
                     method, self.base + path, headers={**self.headers, **(headers or {})}, content=body, **kw
                 )
             except httpx.TransportError as e:
+                self.notice.failed(type(e).__name__, self.retry_seconds)
                 if backoff.wait():
                     continue
                 raise StoreUnreachable(f"the controller cannot be reached ({type(e).__name__})") from e
             except httpx.HTTPError as e:
                 raise StoreError(f"the call to the controller failed ({type(e).__name__})") from e
-            if resp.status_code not in RETRY_STATUSES or not backoff.wait(_retry_after(resp)):
+            if resp.status_code not in RETRY_STATUSES:
+                self.notice.answered()
+                return resp
+            self.notice.failed(str(resp.status_code), self.retry_seconds)
+            if not backoff.wait(_retry_after(resp)):
                 return resp
 
     @contextmanager
@@ -205,16 +267,21 @@ class _ResumingStream:
             try:
                 resp = cm.__enter__()
             except httpx.TransportError as e:
+                self._c.notice.failed(type(e).__name__, self._c.retry_seconds)
                 if self._backoff.wait():
                     continue
                 raise StoreUnreachable(f"the controller cannot be reached ({type(e).__name__})") from e
             except httpx.HTTPError as e:
                 raise StoreError(f"the call to the controller failed ({type(e).__name__})") from e
             self._cm = cm
+            if resp.status_code not in RETRY_STATUSES:
+                self._c.notice.answered()
             if resp.status_code == 200:
                 break
-            if resp.status_code in RETRY_STATUSES and self._backoff.wait(_retry_after(resp)):
-                continue
+            if resp.status_code in RETRY_STATUSES:
+                self._c.notice.failed(str(resp.status_code), self._c.retry_seconds)
+                if self._backoff.wait(_retry_after(resp)):
+                    continue
             with suppress(httpx.HTTPError):
                 resp.read()
             self.close()
@@ -245,6 +312,7 @@ class _ResumingStream:
             try:
                 chunk = self._next()
             except httpx.TransportError as e:
+                self._c.notice.failed(type(e).__name__, self._c.retry_seconds)
                 if not self._backoff.wait():
                     raise StoreUnreachable(f"the download broke off ({type(e).__name__})") from e
                 self.open()
@@ -374,10 +442,14 @@ class ControlReporter:
         retry_seconds: float = RETRY_SECONDS,
         retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        quick_progress: bool = False,
     ) -> None:
         self._c = _Client(
             control_url, execution_id, token, http, retry_seconds=retry_seconds, retries=retries, sleep=sleep
         )
+        #: Progress retried briefly only (a worker whose store is not the controller: its captures go
+        #: on while the controller is away, and the next one reports again).
+        self.quick_progress = quick_progress
         self._quick = _Client(
             control_url,
             execution_id,
@@ -388,8 +460,8 @@ class ControlReporter:
             sleep=sleep,
         )
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        resp = self._c.request("POST", path, json=body)
+    def _post(self, path: str, body: dict[str, Any], *, quick: bool = False) -> dict[str, Any]:
+        resp = (self._quick if quick else self._c).request("POST", path, json=body)
         if resp.status_code != 200:
             raise _refusal(resp)
         data = resp.json()
@@ -403,10 +475,11 @@ class ControlReporter:
     def report_progress(self, execution_id: str, session_id: str | None, watermark: int | None) -> None:
         if execution_id != self._c.execution_id:
             raise CheckpointError("progress is reported only for this worker's own execution")
+        quick = self.quick_progress
         if session_id is not None:
-            self._post("/session", {"session_id": session_id})
+            self._post("/session", {"session_id": session_id}, quick=quick)
         if watermark is not None:
-            self._post("/watermark", {"watermark": watermark})
+            self._post("/watermark", {"watermark": watermark}, quick=quick)
 
     def report_refusal(self, execution_id: str, reason: str, message: str) -> None:
         """The restore was refused (``POST .../restore-refusal``): the seat then waits for a relaunch.
