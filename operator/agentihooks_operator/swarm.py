@@ -119,7 +119,15 @@ class CheckpointStoreSpec(_Model):
     chart's `checkpointStore` setting, which workers reach with `remote: true`."""
     root: str | None = None
     """Absolute path of a checkpoint folder inside the worker Pods (their
-    `AGENTIHOOKS_CHECKPOINT_ROOT`); mount a volume there with `podTemplate`."""
+    `AGENTIHOOKS_CHECKPOINT_ROOT`). Without `remote`, a volume that outlives the Pod must hold it:
+    name its PersistentVolumeClaim in `claim`, or mount one at (or above) the path with `podTemplate`;
+    a root backed by no volume, or by an emptyDir, blocks the launch."""
+    claim: str | None = Field(
+        default=None, min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+    )
+    """Name of a PersistentVolumeClaim (the Swarm's namespace) the operator mounts read-write at `root`
+    on every worker Pod; every attempt of the Swarm, and its replacements, see the same checkpoints.
+    The claim must allow the Pods of all seats at once (ReadWriteMany, or ReadWriteOnce on one node)."""
     remote: bool = False
     """`true`: workers read and write checkpoints through the controller's scoped routes, so worker
     Pods need no bucket credentials or checkpoint volume of their own."""
@@ -128,6 +136,8 @@ class CheckpointStoreSpec(_Model):
     def _root_is_absolute(self) -> CheckpointStoreSpec:
         if self.root is not None and not self.root.startswith("/"):
             raise ValueError("checkpointStore.root must be an absolute path")
+        if self.claim is not None and self.root is None:
+            raise ValueError("checkpointStore.claim needs checkpointStore.root: the path it is mounted at")
         return self
 
 

@@ -52,6 +52,8 @@ from .leftovers import RedisLeftovers
 from .pipeline import Lane, Pipeline
 from .placement import Placement, Timing
 from .pods import DOMAIN, Owner
+from .rootvolume import CONDITION as ROOT_CONDITION
+from .rootvolume import probe_refusal
 from .swarmpass import SWARMS, SwarmPass
 
 log = logging.getLogger(__name__)
@@ -160,22 +162,43 @@ async def validate(*, spec: Any, status: Any, name: str, namespace: str | None, 
     kube: KubeClient = memo["kube"]
     namespace = namespace or "default"
     try:
-        parse_spec(spec)
+        parsed = parse_spec(spec)
     except InvalidSwarm as e:
-        await _report(kube, namespace, name, status, _condition(False, str(e)))
+        await _report(kube, namespace, name, status, [_condition(False, str(e))])
         raise kopf.PermanentError(str(e)) from e
-    await _report(kube, namespace, name, status, _condition(True, "the spec is valid"))
+    unheld = probe_refusal(parsed, namespace, name)
+    await _report(kube, namespace, name, status, [_condition(True, "the spec is valid"), _volume(unheld)])
+    if unheld is not None:
+        log.warning("swarm %s/%s: %s", namespace, name, unheld)
 
 
-async def _report(kube: KubeClient, namespace: str, name: str, status: Any, cond: dict[str, Any]) -> None:
-    """Write the SpecValid condition unless it already says the same (replicas agree, one write)."""
-    for held in (status or {}).get("conditions") or []:
-        if held.get("type") == cond["type"] and (held.get("status"), held.get("message")) == (
-            cond["status"],
-            cond["message"],
-        ):
-            return
-    body = {"status": {"conditions": [cond]}}
+def _volume(refusal: str | None) -> dict[str, Any]:
+    """The ``CheckpointVolume`` condition: whether the worker Pods can hold the checkpoint root."""
+    return {
+        "type": ROOT_CONDITION,
+        "status": "False" if refusal else "True",
+        "reason": "NoLastingVolume" if refusal else "Held",
+        "message": refusal or "the checkpoint store outlives the worker Pods",
+        "lastTransitionTime": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+async def _report(
+    kube: KubeClient, namespace: str, name: str, status: Any, conds: list[dict[str, Any]]
+) -> None:
+    """Write these conditions unless they already say the same (replicas agree, one write); the
+    others the status holds are kept (a merge patch replaces the whole list)."""
+    held = {c.get("type"): c for c in (status or {}).get("conditions") or []}
+
+    def same(cond: dict[str, Any]) -> bool:
+        old = held.get(cond["type"]) or {}
+        return (old.get("status"), old.get("message")) == (cond["status"], cond["message"])
+
+    if all(same(c) for c in conds):
+        return
+    mine = {c["type"] for c in conds}
+    keep = [c for t, c in held.items() if t not in mine]
+    body = {"status": {"conditions": keep + [c if not same(c) else held[c["type"]] for c in conds]}}
     try:
         await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
     except ApiError as e:

@@ -61,6 +61,7 @@ from .pods import (
 )
 from .provider import ProviderCredential, ProviderCredentialError
 from .provider import read as read_provider
+from .rootvolume import root_refusal
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,11 @@ class KubernetesLauncher:
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
         secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider)
         pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
+        unheld = root_refusal(spec, pod)
+        if unheld is not None:
+            raise LaunchBlocked(
+                f"{unheld}; nothing is launched until it is fixed", reason="checkpoint_volume"
+            )
         if ignored:
             self._template_ignored(ignored)
         cm_body = build_launch_configmap(record, self.owner, ex)

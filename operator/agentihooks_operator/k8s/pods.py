@@ -38,6 +38,8 @@ CREDENTIAL_ENV = "AGENTIHOOKS_WORKER_TOKEN"
 CREDENTIAL_KEY = "token"
 #: The worker container's name (the original's).
 CONTAINER = "agent"
+#: The volume holding ``checkpointStore.root`` when the Swarm names its claim.
+CHECKPOINT_VOLUME = "checkpoints"
 #: Prefix of the ``controller-owner`` label value: ``agentihooks-swarm-<slug>``.
 OWNER_PREFIX = "agentihooks-swarm-"
 
@@ -288,6 +290,10 @@ def build_worker_pod(
                 },
             }
         )
+    store = spec.checkpoint_store
+    if store.root and store.claim and not store.remote:  # the checkpoints outlive every attempt's Pod
+        mounts.append({"name": CHECKPOINT_VOLUME, "mountPath": store.root})
+        volumes.append({"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": store.claim}})
     # The root filesystem is read-only: the worker writes only in its home (attempt folders, harness
     # homes, checkouts) and /tmp.
     for name, path in wp.WRITABLE.items():

@@ -100,3 +100,49 @@ async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str
         await eventually(lambda: valid("True"), what="SpecValid True after the fix")
         pods = await eventually(lambda: cluster.pods("later"), what="first Pod after the fix")
         assert len(pods) == 1
+
+
+async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
+    cluster: Cluster, redis_url: str
+) -> None:
+    """``checkpointStore.root`` without ``remote``: the worker Pods need a volume that outlives them
+    there. Without one, the Swarm's ``CheckpointVolume`` condition and a ``LaunchBlocked`` Event say
+    why and how to fix it, and no Pod is created; naming a claim launches Pods that mount it."""
+    spec = swarm_spec()
+    spec["checkpointStore"] = {"root": "/checkpoints"}
+    said = "checkpointStore.root /checkpoints is backed by no volume on the worker Pods"
+    async with running_operator(cluster, redis_url):
+        await cluster.create_swarm("rooted", spec)
+
+        async def condition(status: str) -> dict | None:
+            conds = (await cluster.swarm("rooted")).get("status", {}).get("conditions") or []
+            held = {c["type"]: c for c in conds}
+            volume = held.get("CheckpointVolume")
+            if volume is None or volume["status"] != status:
+                return None
+            assert held["SpecValid"]["status"] == "True"  # both conditions are kept
+            return volume
+
+        cond = await eventually(lambda: condition("False"), what="CheckpointVolume False")
+        assert cond["message"].startswith(said) and "checkpointStore.claim" in cond["message"]
+
+        async def blocked() -> bool:
+            events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
+            return any(e["involvedObject"]["name"] == "rooted" and said in e["message"] for e in events)
+
+        await eventually(blocked, what="the LaunchBlocked Event naming the root")
+        await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
+        assert await cluster.pods("rooted") == []
+        assert cluster.count("create", "pods") == 0
+        r = await cluster.http.patch(
+            f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/rooted",
+            json={"spec": {"checkpointStore": {"root": "/checkpoints", "claim": "rooted-checkpoints"}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        r.raise_for_status()
+        await eventually(lambda: condition("True"), what="CheckpointVolume True once a claim is named")
+        [pod] = await eventually(lambda: cluster.pods("rooted"), what="the first Pod once a claim is named")
+        volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+        assert volumes["checkpoints"]["persistentVolumeClaim"] == {"claimName": "rooted-checkpoints"}
+        [container] = pod["spec"]["containers"]
+        assert {"name": "checkpoints", "mountPath": "/checkpoints"} in container["volumeMounts"]
