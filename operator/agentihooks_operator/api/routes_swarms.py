@@ -11,7 +11,6 @@ import asyncio
 import json
 from typing import Any
 
-from agentihooks_checkpoint.catalog import newest_compatible
 from agentihooks_checkpoint.scope import StoreScope
 from aiohttp import web
 
@@ -96,7 +95,13 @@ def _checkpoints(state: ApiState, entry: SwarmEntry, seat: str) -> dict[str, Any
     scope = StoreScope(swarm=entry.name, task_id=task_id, task_generation=generation, namespace=namespace)
     listed = state.catalog.list_checkpoints(scope)
     key = entry.spec.compatibility_key
-    best = newest_compatible(listed, key)
+    # the newest one that also verified by hash (what a resume would be offered), never by size alone
+    candidates = sorted(
+        (s for s in listed if s.complete and s.compatibility_key == key),
+        key=lambda s: (s.checkpoint_sequence, s.created_at),
+        reverse=True,
+    )
+    best = next((s for s in candidates if entry.recovery.checkpoint_verified(scope, s)), None)
     rows = [
         {**s.model_dump(mode="json"), "compatible": s.complete and s.compatibility_key == key} for s in listed
     ]

@@ -14,7 +14,8 @@ from agentihooks_checkpoint.scope import StoreScope
 from ..swarm import SwarmSpec
 from .broker import AccountBroker, BrokerSource, HttpBrokers
 from .launcher import FaultInjector, ReplacementLauncher
-from .policy import usable_checkpoint
+from .policy import usable_checkpoints
+from .verified import Verifications
 from .writer import Writer
 
 
@@ -37,6 +38,12 @@ class Ctx:
     brokers: BrokerSource = field(default_factory=HttpBrokers)
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
+    #: Hash verifications of the catalog's checkpoints (only verified ones are offered).
+    verifications: Verifications | None = None
+
+    def __post_init__(self) -> None:
+        if self.verifications is None:
+            self.verifications = Verifications(self.catalog)
 
     def lock_for(self, execution_id: str) -> threading.Lock:
         """One lock per attempt, so an API thread and the pass never launch the same attempt at once."""
@@ -77,7 +84,8 @@ class Ctx:
         restored_from: str | None = None,
         namespace: str | None = None,
     ) -> CheckpointSummary | None:
-        """The newest complete checkpoint of the attempt compatible with ``compatibility_key``.
+        """The newest complete checkpoint of the attempt compatible with ``compatibility_key`` whose
+        objects verified (a newer one that does not verify is passed over, never offered).
 
         The lookup follows the seat's lineage: an attempt that captured none of its own (a replacement
         that died before its first capture) offers the checkpoint of the attempt it restored from
@@ -87,8 +95,13 @@ class Ctx:
             swarm=self.swarm, task_id=task_id, task_generation=task_generation, namespace=namespace
         )
         listed = self.catalog.list_checkpoints(scope, execution_id=execution_id)
-        found = usable_checkpoint(listed, compatibility_key)
+        found = self._verified(scope, usable_checkpoints(listed, compatibility_key))
         if found is None and restored_from is not None and restored_from != execution_id:
             earlier = self.catalog.list_checkpoints(scope, execution_id=restored_from)
-            found = usable_checkpoint(earlier, compatibility_key)
+            found = self._verified(scope, usable_checkpoints(earlier, compatibility_key))
         return found
+
+    def _verified(self, scope: StoreScope, candidates: list[CheckpointSummary]) -> CheckpointSummary | None:
+        """The newest of ``candidates`` whose objects hash to its record (:mod:`.verified`)."""
+        assert self.verifications is not None
+        return next((c for c in candidates if self.verifications.verified(scope, c)), None)

@@ -24,6 +24,18 @@ def usable_checkpoint(
     return newest_compatible((s for s in summaries if s.watermark is not None), compatibility_key)
 
 
+def usable_checkpoints(
+    summaries: Iterable[CheckpointSummary], compatibility_key: str
+) -> list[CheckpointSummary]:
+    """Every checkpoint :func:`usable_checkpoint` could pick, newest first (its pick is the first)."""
+    usable = [
+        s
+        for s in summaries
+        if s.complete and s.compatibility_key == compatibility_key and s.watermark is not None
+    ]
+    return sorted(usable, key=lambda s: (s.checkpoint_sequence, s.created_at), reverse=True)
+
+
 def native_possible(checkpoint: CheckpointSummary, fence: FenceRecord) -> bool:
     """Native continuity needs a native checkpoint of the very session the fenced attempt held.
 

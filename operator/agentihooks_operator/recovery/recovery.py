@@ -11,8 +11,9 @@ import logging
 from collections.abc import Callable, Sequence
 
 import redis
-from agentihooks_checkpoint.catalog import CheckpointCatalog
+from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
 from agentihooks_checkpoint.directive import RestoreOutcome
+from agentihooks_checkpoint.scope import StoreScope
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
@@ -306,6 +307,11 @@ class Recovery:
         return bool(self._w.client.exists(self.keys.recovery_paused))
 
     # -- observing ---------------------------------------------------------------------------
+    def checkpoint_verified(self, scope: StoreScope, checkpoint: CheckpointSummary) -> bool:
+        """Whether ``checkpoint``'s objects hash to its record (once per checkpoint, remembered)."""
+        assert self._ctx.verifications is not None
+        return self._ctx.verifications.verified(scope, checkpoint)
+
     def cards(self, spec: SwarmSpec) -> list[HandoffCard]:
         """The handoff cards of ``status --json`` and the ledger page."""
         return _cards.cards(self._ctx, spec)
