@@ -97,9 +97,9 @@ class Boot:
                 self.restorer.metrics.refused(r.reason)
             fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
             emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
-            self._report_refusal(r)
             if r.reason != Reason.STORE_UNREACHABLE.value:  # the controller is known to be away
                 self._report_restore("refused", reason=r.reason, seconds=time.monotonic() - self._started)
+            self._report_refusal(r)  # last: the controller ends this attempt's credential with it
             return EXIT_REFUSED
         except WorkerError as e:
             emit(event_line("boot_failed", execution_id=self._execution_id, error=str(e)))

@@ -113,6 +113,7 @@ def accept(
             admitted_at_ms=now,
             epoch=ctx.w.epoch,
             store_namespace=record.store_namespace,
+            replaces=eid,
         )
         new = new_record.execution_id
         decision = DecisionRecord(

@@ -82,6 +82,9 @@ class AttemptRecord(_Record):
     epoch: int
     #: The refused attempt this one relaunches (same directive, next generation).
     relaunch_of: str | None = None
+    #: The fenced attempt whose decision this replacement carries out (its ``attempt-recoveries``
+    #: entry); kept by relaunches. ``None`` for a first attempt, and for records written before it.
+    replaces: str | None = None
     #: The namespace its checkpoint scope lives under: the Swarm's for a task generation begun by
     #: this release, ``None`` (name-only store layout) for one begun before; a replacement keeps
     #: its predecessor's, so a lineage never changes layout half-way.

@@ -213,12 +213,16 @@ def relaunch(
         compatibility_key=spec.compatibility_key if spec is not None else record.compatibility_key,
         task_text=row.text if row is not None else record.task_text,
         directive=directive,
-        restore_from=None if fresh else record.restore_from,
+        # Kept for a fresh relaunch too: the replacement of that fenced attempt, whose outcome the
+        # controller accepts only from a replacement.
+        restore_from=record.restore_from,
         admitted_at_ms=ctx.now_ms(),
         epoch=ctx.w.epoch,
         relaunch_of=att.execution_id,
         store_namespace=record.store_namespace,
+        replaces=record.replaces,
     )
+    fenced = record.replaces or (record.restore_from.execution_id if record.restore_from else None)
     new = new_record.execution_id
     grant = GrantRecord(
         grant_id=new_record.grant_id, seat=seat, generation=new_record.generation, state="active"
@@ -242,6 +246,11 @@ def relaunch(
         "cred_hash": digest,
         "relaunched_by": relaunched_by,
         "ledger_recovery_json": ledger_recovery,
+        # A fresh relaunch is a fresh decision by whoever asked for it (a seat never turns fresh
+        # unrecorded); any other relaunch carries out the accepted decision as it stands.
+        "decision_of": fenced,
+        "decision_fresh": fresh,
+        "fresh_directive_json": FRESH.model_dump_json(),
         "marks": [
             [att.execution_id, "relaunch", "ok"],
             [new, "launch", "unknown"],

@@ -2,7 +2,8 @@
 
 ``refusal`` stores what a replacement reported before it exited: it must still
 be the seat's current, unfenced attempt with no outcome stored. The first
-report is kept; a repeat returns it.
+report is kept; a repeat returns it. The refused attempt's grant is revoked, its
+account slot ended and its credential deleted in the same script.
 
 ``relaunch`` gives the refused attempt's authority up (grant revoked, slot
 ended, credential deleted, state ``relaunched``: it is not fenced, it failed
@@ -10,7 +11,10 @@ nothing) and admits the seat's next generation with the same directive, the
 launch marked ``unknown`` and the refused Pod's removal marked ``unknown`` in
 the same script, so a crash after it leaves both to the journal. A refusal is
 relaunched at most once: ``relaunched_as`` is set in the same script, and a
-second relaunch of it is refused with the first one's answer.
+second relaunch of it is refused with the first one's answer. A ``fresh``
+relaunch rewrites the fenced attempt's decision (``attempt-recoveries``) in the
+same script as a fresh decision by the caller; its ``replacement`` keeps naming
+the first replacement, from which the cards follow the relaunches.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ r.reported_at_ms = now
 r.epoch = epoch
 local raw = cjson.encode(r)
 redis.call('HSET', K['restore-refusals'], id, raw)
+-- The refused replacement runs nothing from here on: its grant, account slot and credential go now,
+-- not when someone relaunches it (the decision and the refusal stay for that relaunch).
+local g = jget(K['launch-grants'], id)
+if g and g.state ~= 'revoked' then
+  g.state = 'revoked'; g.revoked_at_ms = now; jset(K['launch-grants'], id, g)
+end
+redis.call('HSET', K['account-slots'], id, 'ended')
+redis.call('HDEL', K['worker-credentials'], id)
 local row = jget(K['ledger-tasks'], a.task_id)
 if row and type(row.recovery) == 'table' then
   row.recovery.restore_refused = P.reason
@@ -67,6 +79,18 @@ r.relaunched_at_ms = now
 r.relaunched_by = P.relaunched_by
 local out = cjson.encode(r)
 redis.call('HSET', K['restore-refusals'], id, out)
+if P.decision_fresh and nn(P.decision_of) then
+  local d = jget(K['attempt-recoveries'], P.decision_of)
+  if d then
+    d.mode = 'fresh'
+    d.checkpoint = cjson.null
+    d.directive = cjson.decode(P.fresh_directive_json)
+    d.decided_by = P.relaunched_by
+    d.decided_at_ms = now
+    d.controller_epoch = epoch
+    jset(K['attempt-recoveries'], P.decision_of, d)
+  end
+end
 local row = jget(K['ledger-tasks'], a.task_id)
 if row then
   if nn(P.ledger_recovery_json) then

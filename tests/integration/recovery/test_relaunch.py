@@ -137,9 +137,50 @@ def test_relaunch_fresh_when_the_checkpoint_cannot_be_used(make, client, spec, c
     result = r.relaunch("eng-1", "operator", spec=spec, fresh=True)
     plan = launcher.pods[result.replacement]
     assert plan.directive is not None and plan.directive.recovery.value == "fresh"
-    assert plan.restore_from is None
+    assert plan.restore_from is not None and plan.restore_from.execution_id == _first  # still its replacement
     row = json.loads(client.hget(r.keys.ledger_tasks, "task-1"))
     assert row["recovery"]["recovery"] == "fresh" and row["recovery"]["replacement"] == result.replacement
+    # a recorded fresh decision, by whoever asked for the relaunch
+    decision = json.loads(client.hget(r.keys.attempt_recoveries, _first))
+    assert (decision["mode"], decision["replacement"], decision["decided_by"]) == (
+        "fresh",
+        _refused,
+        "operator",
+    )
+    assert decision["checkpoint"] is None and decision["directive"]["recovery"] == "fresh"
+    # and its fresh outcome is accepted (it used to be refused not_replacement)
+    outcome = RestoreOutcome(
+        execution_id=result.replacement, recovery="fresh", checkpoint_id=None, session_id=None, watermark=None
+    )
+    stored = r.report_outcome(result.replacement, outcome)
+    assert stored.status == "verified" and stored.recovery.value == "fresh"
+    [card] = r.cards(spec)
+    assert card.continuity == "fresh"
+
+
+def test_a_relaunch_keeps_the_decision_as_it_stands(make, client, spec, checkpoint, launcher) -> None:  # type: ignore[no-untyped-def]
+    r, first, refused, _built, _ = refused_seat(make, spec, checkpoint, launcher)
+    before = json.loads(client.hget(r.keys.attempt_recoveries, first))
+    assert before["replacement"] == refused
+    result = r.relaunch("eng-1", "operator", spec=swarm_spec(1, tag=FIXED_IMAGE))
+    directive = launcher.pods[result.replacement].directive
+    assert directive is not None and directive.recovery.value == "native"
+    assert directive.checkpoint_id == before["checkpoint"]
+    assert (
+        json.loads(client.hget(r.keys.attempt_recoveries, first)) == before
+    )  # same kind, checkpoint, decider
+
+
+def test_a_refused_replacement_gives_up_its_authority_at_once(
+    make, client, spec, checkpoint, launcher
+) -> None:  # type: ignore[no-untyped-def]
+    """Its grant, account slot and credential end when the refusal is stored, not at the relaunch."""
+    r, first, refused, _, _ = refused_seat(make, spec, checkpoint, launcher)
+    assert json.loads(client.hget(r.keys.launch_grants, refused))["state"] == "revoked"
+    assert client.hget(r.keys.account_slots, refused) == b"ended"
+    assert client.hget(r.keys.worker_credentials, refused) is None
+    decision = json.loads(client.hget(r.keys.attempt_recoveries, first))
+    assert decision["replacement"] == refused  # kept for the relaunch
 
 
 POINTS = [f"{when}:{step}" for step in ("relaunch", "launch", "retire") for when in ("before", "after")]

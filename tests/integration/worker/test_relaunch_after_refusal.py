@@ -151,3 +151,42 @@ def test_a_version_changed_refusal_is_fixed_by_a_new_image_and_relaunched(
         again = cli(w, "swarm", "swarm-a", "relaunch", "eng-1")
         assert again.exit_code == 0 and again.output.startswith("already relaunched:"), again.output
         assert w.launcher.created[new] == 1 and set(w.launcher.created) == launched | {new}
+
+
+def test_relaunch_fresh_ends_in_a_verified_fresh_outcome(redis_url: str, tmp_path: Path) -> None:
+    """A checkpoint that cannot be used (the image's Claude Code changed and stays changed): the
+    operator relaunches the seat fresh from the CLI. That is recorded as a fresh decision by the
+    operator, and the real worker's fresh outcome is accepted (it used to be refused as
+    ``not_replacement``: the worker exited and its Pod was fenced as a new failure)."""
+    (tmp_path / "world").mkdir()
+    with make_world(redis_url, tmp_path / "world") as w:
+        r, spec = w.recoveries["swarm-a"], w.specs["swarm-a"]
+        first = w.first["swarm-a"].execution_id
+        built = w.checkpoint(first, kind="claude", harness_version=CAPTURED, project_id=PROJECT)
+        [decision] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+        refused_plan = w.launcher.pods[decision.replacement]  # type: ignore[index]
+        worker = start_worker(w, refused_plan, tmp_path / "gen-2", built.worktree, CHANGED)
+        _, err = worker.communicate(timeout=240)
+        assert worker.returncode == 64 and events(err, "refusal_reported") != [], err
+
+        relaunched = cli(w, "swarm", "swarm-a", "relaunch", "eng-1", "--fresh")
+        assert relaunched.exit_code == 0, relaunched.output
+        new = w.client.hget(r.keys.seats, "eng-1").decode()
+        plan = w.launcher.pods[new]
+        assert plan.directive is not None and plan.directive.recovery.value == "fresh"
+        stored_decision = json.loads(w.client.hget(r.keys.attempt_recoveries, first))
+        assert (stored_decision["mode"], stored_decision["decided_by"]) == ("fresh", "operator")
+
+        worker = start_worker(w, plan, tmp_path / "gen-3", built.worktree, CHANGED)
+        _, err = worker.communicate(timeout=240)
+        assert worker.returncode == 0, err[-3000:]
+        [verified] = events(err, "restore_verified")
+        assert verified["recovery"] == "fresh" and verified["checkpoint_id"] is None
+        [run] = harness_runs(tmp_path / "gen-3")
+        assert "--resume" not in run["argv"]
+        stored = json.loads(w.client.hget(r.keys.restore_outcomes, new))
+        assert stored["status"] == "verified" and stored["recovery"] == "fresh"
+        # the pass sees its Pod end normally later: nothing about it is fenced or decided again
+        assert w.client.hget(r.keys.attempt_fences, new) is None
+        shown = card(w)
+        assert shown["successor"] == new and shown["continuity"] == "fresh" and shown["relaunches"] == 1
