@@ -314,6 +314,11 @@ def _check(ok: bool, message: str, attempt: Attempt) -> None:
         raise ResumeFailed(f"{message}:\n{attempt.output()}")
 
 
+def complete_records(data: bytes) -> int:
+    """:func:`count_records` of a transcript's bytes (complete, non-empty, newline-ended records)."""
+    return sum(1 for line in data.split(b"\n")[:-1] if line)
+
+
 def first_attempt_and_kill(seat: Seat, timeout: float = 180) -> Fenced:
     """Attempt 1: the real CLI converses, the worker captures it natively, then the attempt is OOM-killed."""
     seat.api.set_script([Reply(FIRST_REPLY, seat.first_tool("exe-1")), HOLD])
@@ -331,14 +336,17 @@ def first_attempt_and_kill(seat: Seat, timeout: float = 180) -> Fenced:
     deadline = time.monotonic() + timeout
     while True:  # the CLI waits on the held request; a periodic capture commits what it wrote
         _check(first.proc.poll() is None, "the first attempt ended early", first)
-        records = count_records(transcript)
+        # The session as it is now, then the checkpoints: one covering exactly these records holds
+        # this very transcript (the CLI only appends, and may append more while we look).
+        files = {f.as_posix(): (layout.harness_home / f).read_bytes() for f in live.files}
+        records = complete_records(files[live.transcript.as_posix()])
         mine = seat.store.list_checkpoints(seat.scope, execution_id="exe-1")
         newest = mine[0] if mine else None
         if newest is not None and newest.native and newest.watermark == records - 1:
             break
         _check(time.monotonic() < deadline, "no checkpoint of the whole turn", first)
         time.sleep(0.2)
-    files = {f.as_posix(): (layout.harness_home / f).read_bytes() for f in live.files}
+    _check(count_records(transcript) >= records, "the transcript shrank", first)
     seat.kill(first)  # the OOM kill: the worker and its harness die at once, no final capture
     _check(
         [e["when"] for e in first.events("checkpoint_committed")].count("final") == 0,

@@ -72,7 +72,7 @@ async def test_killed_mid_recovery_then_taken_over(
         if nth == 2 and mode == "choice":  # the kill point is in the replacement's launch: choose fresh
             await fenced(redis_url, "example", lost)
             assert choose(redis_url, "example", lost, "fresh")
-        await eventually(lambda: a.poll() is not None, timeout=30, what=f"operator killed at {point}")
+        await eventually(lambda: a.poll() is not None, timeout=90, what=f"operator killed at {point}")
         assert a.returncode == -signal.SIGKILL
     assert f"SIGKILL at {point}" in (tmp_path / "op-a.log").read_text()
 
