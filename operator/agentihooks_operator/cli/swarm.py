@@ -136,19 +136,28 @@ def _decided(seat: str, b: dict[str, Any], what: str) -> str:
 
 
 def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, agent: str | None) -> None:
+    """Post the choice for the seat's waiting attempt (its card's), or for its current one when no card
+    waits: the controller is the one to refuse (and log its refusal line), never this CLI alone."""
     status = c.call("GET", f"{_swarm_path(ctx)}/status").body
-    if seat not in {s.get("seat") for s in status.get("seats", [])}:
+    row = next((s for s in status.get("seats", []) if s.get("seat") == seat), None)
+    if row is None:
         raise CliError(f"unknown seat: {seat}")
     card = next((h for h in status.get("handoffs", []) if h.get("seat") == seat), None)
-    if card is None:
+    execution = card["execution_id"] if card is not None else row.get("execution_id")
+    if not execution:
         raise CliError("no recovery decision is pending for this attempt")
-    if card.get("binding") == "recovering":
-        raise CliError(
-            f"seat {seat} is still recovering: its failed attempt is being released and no decision "
-            "can be taken yet; read status again shortly"
-        )
+    recovering = card is not None and card.get("binding") == "recovering"
     payload = {"choice": choice, "agent": agent or "operator"}
-    a = c.call("POST", f"/v1/executions/{card['execution_id']}/restore-decision", ok=(200, 202), json=payload)
+    try:
+        a = c.call("POST", f"/v1/executions/{execution}/restore-decision", ok=(200, 202), json=payload)
+    except CliError as e:
+        if recovering:  # the controller's refusal, said with what the card showed
+            raise CliError(
+                f"seat {seat} is still recovering: its failed attempt is being released and no decision "
+                "can be taken yet; read status again shortly",
+                e.code,
+            ) from e
+        raise
     if a.status == 202:
         typer.echo(f"recorded: {choice} for seat {seat}; this controller replica does not hold the lease")
     else:

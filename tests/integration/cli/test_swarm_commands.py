@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 
+import pytest
 from testsupport.control_api import MASTER_A, MASTER_B, World
 
 NO_CHECKPOINT = "no complete compatible checkpoint to resume from"
@@ -133,11 +135,28 @@ def test_errors_are_one_clear_line(world: World, cli) -> None:  # type: ignore[n
             assert token not in r.output
 
 
-def test_restore_decision_now_does_not_post_while_the_card_reads_recovering(world: World, cli) -> None:  # type: ignore[no-untyped-def]
-    recovery, _ = world.fail_before_decide()
+def test_restore_decision_now_while_the_card_reads_recovering_is_refused_by_the_controller(
+    world: World, cli, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
     args = ("swarm", "swarm-a", "restore-decision", "eng-1", "fresh", "--now")
+    caplog.set_level(logging.INFO)
+    running = world.first["swarm-a"].execution_id
+    r = cli(*args, token=world.tokens["operator"])  # nothing failed: still the controller refuses
+    assert (
+        r.exit_code == 1
+        and one_error_line(r.output) == "error: no recovery decision is pending for this attempt"
+    )
+    assert any(
+        f"the recovery request for {running} was refused: no recovery decision is pending" in rec.getMessage()
+        for rec in caplog.records
+    )
+    caplog.clear()
+    recovery, _ = world.fail_before_decide()
     r = cli(*args, token=world.tokens["operator"])
     assert r.exit_code == 1
+    refused = [rec.getMessage() for rec in caplog.records if "refused" in rec.getMessage()]
+    assert refused, "the controller logged no refusal line"
+    assert set(world.launcher.pods) <= {p.execution_id for p in world.first.values()}  # nothing admitted
     assert one_error_line(r.output) == (
         "error: seat eng-1 is still recovering: its failed attempt is being released and no decision "
         "can be taken yet; read status again shortly"

@@ -32,12 +32,20 @@ def test_relative_root_is_refused_with_a_clear_message() -> None:
 def test_bucket_takes_precedence_over_root(tmp_path: Path) -> None:
     client = object()
     store = store_from_env(
-        {"AGENTIHOOKS_CHECKPOINT_BUCKET": "b", "AGENTIHOOKS_CHECKPOINT_ROOT": "relative-is-ignored"},
+        {"AGENTIHOOKS_CHECKPOINT_BUCKET": "b", "AGENTIHOOKS_CHECKPOINT_ROOT": str(tmp_path)},
         s3_client=client,
     )
     assert isinstance(store, S3Store)
     assert store.bucket == "b"
     assert store.client is client
+
+
+def test_a_relative_root_is_refused_even_beside_a_bucket() -> None:
+    """The spec: a relative root is refused; a bucket winning over it does not make it right."""
+    with pytest.raises(StoreConfigError, match="AGENTIHOOKS_CHECKPOINT_ROOT must be an absolute path"):
+        store_from_env(
+            {"AGENTIHOOKS_CHECKPOINT_BUCKET": "b", "AGENTIHOOKS_CHECKPOINT_ROOT": "relative"}, s3_client=object()
+        )
 
 
 def test_layout_keys() -> None:

@@ -24,8 +24,14 @@ PREFIX = "AGENTIHOOKS_CHECKPOINT_PREFIX"
 
 
 def store_from_env(environ: Mapping[str, str], *, s3_client: Any | None = None) -> CheckpointStore | None:
-    """The configured store, ``None`` when none is, or :class:`StoreConfigError` naming the bad setting."""
+    """The configured store, ``None`` when none is, or :class:`StoreConfigError` naming the bad setting.
+
+    A relative root is refused even beside a bucket, which would win: a setting that could never
+    work is an error to fix, not one to ignore until the bucket is removed."""
     bucket = environ.get(BUCKET, "").strip()
+    root = environ.get(ROOT, "").strip()
+    if root and not Path(root).is_absolute():
+        raise StoreConfigError(f"{ROOT} must be an absolute path, got a relative one: {root!r}")
     if bucket:
         client = s3_client
         if client is None:
@@ -34,9 +40,6 @@ def store_from_env(environ: Mapping[str, str], *, s3_client: Any | None = None) 
             endpoint = environ.get(ENDPOINT, "").strip() or None
             client = boto3.client("s3", endpoint_url=endpoint)
         return S3Store(bucket, client, prefix=environ.get(PREFIX, ""))
-    root = environ.get(ROOT, "").strip()
     if root:
-        if not Path(root).is_absolute():
-            raise StoreConfigError(f"{ROOT} must be an absolute path, got a relative one: {root!r}")
         return LocalStore(Path(root))
     return None
