@@ -60,3 +60,19 @@ NO_STORE_MESSAGE = "no checkpoint store is configured for this worker"
 
 #: Prefix of a refusal raised while applying captured source to the worktree.
 SOURCE_PREFIX = "source: "
+
+#: The short tokens metrics label those two refusals with (a label value is a fixed word).
+SOURCE_LABEL = "source"
+NO_STORE_LABEL = "no_checkpoint_store"
+#: The longest refusal reason accepted on the wire (``source: <what>`` included).
+REASON_CAP = 240
+
+
+def reason_token(reason: str) -> str:
+    """The metric token of a refusal reason: the spec's ``source: …`` and no-store strings have a
+    short one; every other reason is its own token."""
+    if reason.startswith(SOURCE_PREFIX):
+        return SOURCE_LABEL
+    if reason == NO_STORE_MESSAGE:
+        return NO_STORE_LABEL
+    return reason

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .archive import ArchiveLimits, ArchiveRefused, check_stream, unpack_stream
+from .archive import ArchiveLimits, ArchiveRefused, check_stream, shown, unpack_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
 from .errors import ObjectMissing, RecordRefused, StoreError, StoreUnreachable
 from .hashing import CHUNK
@@ -258,12 +258,20 @@ def _check_object(
     if digest != item.digest or (item.size is not None and reader.count != item.size):
         return _Checked(Reason.CORRUPT_OBJECT)
     if refusal is not None:
-        return _Checked(Reason.CORRUPT_OBJECT, detail=f"{item.role}: {refusal}")
+        return _Checked(Reason.CORRUPT_OBJECT, detail=f"{item.role}: {_unnamed(refusal)}")
     if target is None:
         return _Checked(None)
     return _Checked(
         None, StagedArtifact(role=item.role, path=target, size=reader.count, digest=digest, members=members)
     )
+
+
+def _unnamed(refusal: ArchiveRefused) -> str:
+    """The archive refusal without the member's name: a verdict names no record values or paths."""
+    text = str(refusal)
+    if refusal.member is not None:
+        text = text.replace(" " + shown(refusal.member), "")
+    return text
 
 
 def _mkdirs_in(root: Path, folder: Path) -> None:

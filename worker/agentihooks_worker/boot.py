@@ -95,7 +95,7 @@ class Boot:
         except Refused as r:
             if not r.counted:
                 self.restorer.metrics.refused(r.reason)
-            fields = {"reason": r.reason, "message": r.message, "detail": r.detail}
+            fields = {"reason": r.spec_reason, "message": r.message, "detail": r.detail}
             emit(event_line("restore_refused", execution_id=self._execution_id, **fields))
             if r.reason != Reason.STORE_UNREACHABLE.value:  # the controller is known to be away
                 self._report_restore("refused", reason=r.reason, seconds=time.monotonic() - self._started)
@@ -196,12 +196,12 @@ class Boot:
         if send is None:
             return
         try:
-            send(eid, r.reason, r.message)
+            send(eid, r.spec_reason, r.message)
         except CheckpointError as e:
             code = e.code if isinstance(e, ControlRefused) else type(e).__name__
             emit(event_line("refusal_report_failed", execution_id=eid, error=code))
             return
-        emit(event_line("refusal_reported", execution_id=eid, reason=r.reason))
+        emit(event_line("refusal_reported", execution_id=eid, reason=r.spec_reason))
 
     @staticmethod
     def _report_outcome(reporter: OutcomeReporter, restored: Restored) -> None:

@@ -8,6 +8,8 @@ tell "fix the checkpoint or the image" from "retry".
 
 from __future__ import annotations
 
+from agentihooks_checkpoint.reasons import NO_STORE_LABEL, SOURCE_LABEL
+
 EXIT_OK = 0
 EXIT_REFUSED = 64
 EXIT_FAILURE = 70
@@ -21,11 +23,13 @@ class WorkerError(Exception):
 
 
 class Refused(WorkerError):
-    """The launch is refused. ``reason`` is the metric/log token, ``message`` the full wire string.
+    """The launch is refused. ``reason`` is the metric token, ``message`` the full wire string.
 
     For the spec's reason codes both are the same (``context_only``); a source
     refusal has the token ``source`` and the message ``source: <what>``; the
     missing store has the token ``no_checkpoint_store`` and the spec's message.
+    What a person reads (the ``restore_refused`` line's ``reason``, the refusal the
+    controller records and answers with) is :attr:`spec_reason`: the spec's string.
     """
 
     exit_code = EXIT_REFUSED
@@ -38,6 +42,13 @@ class Refused(WorkerError):
         #: Set once the refusal was counted in ``Restorer.metrics``.
         self.counted = False
         super().__init__(self.message)
+
+    @property
+    def spec_reason(self) -> str:
+        """The reason as the spec's refusal table writes it (``source: …``, the no-store sentence)."""
+        if self.reason in (SOURCE_LABEL, NO_STORE_LABEL):
+            return self.message
+        return self.reason
 
 
 class LaunchRecordError(Refused):

@@ -26,6 +26,7 @@ import json
 import re
 
 from agentihooks_checkpoint.directive import Continuity
+from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE, REASON_CAP, SOURCE_PREFIX, reason_token
 
 from ..swarm import SwarmSpec
 from .context import Ctx, new_execution_id, new_grant_id
@@ -92,7 +93,19 @@ DEFAULT_HINT = "fix the cause the worker's restore_refused line names, then rela
 
 
 def hint_for(reason: str) -> str:
-    return FIX_HINTS.get(reason, DEFAULT_HINT)
+    return FIX_HINTS.get(reason_token(reason), DEFAULT_HINT)
+
+
+def _reason_ok(reason: str) -> bool:
+    """A reason token, or one of the spec's two sentences (``source: <what>`` printable and bounded)."""
+    if REASON_RE.fullmatch(reason) or reason == NO_STORE_MESSAGE:
+        return True
+    return (
+        reason.startswith(SOURCE_PREFIX)
+        and len(reason) <= REASON_CAP
+        and len(reason) > len(SOURCE_PREFIX)
+        and not _CONTROL.search(reason)
+    )
 
 
 def view(refusal: RefusalRecord) -> RestoreRefusedView:
@@ -114,8 +127,10 @@ def report_refusal(ctx: Ctx, execution_id: str, reason: str, message: str) -> Re
     """Store the refusal ``execution_id``'s worker reported (the first report; a repeat returns it)."""
     if not isinstance(execution_id, str) or not EXECUTION_RE.fullmatch(execution_id):
         raise InvalidInput("not an execution id (expected exe-<32 hex>)")
-    if not isinstance(reason, str) or not REASON_RE.fullmatch(reason):
-        raise InvalidInput("a refusal reason is a lower-case token")
+    if not isinstance(reason, str) or not _reason_ok(reason):
+        raise InvalidInput(
+            "a refusal reason is a lower-case token, 'source: <what>' or the spec's no-store sentence"
+        )
     att, _ = one(ctx.w, execution_id)
     record = att.record
     if record is None or record.directive is None or record.restore_from is None:
@@ -129,7 +144,12 @@ def report_refusal(ctx: Ctx, execution_id: str, reason: str, message: str) -> Re
         reason=reason,
         message=_clean(message),
     )
-    payload = {"execution_id": execution_id, "reason": reason, "refusal_json": draft.model_dump_json()}
+    payload = {
+        "execution_id": execution_id,
+        "reason": reason,
+        "token": reason_token(reason),  # what the refusal counter is labelled with
+        "refusal_json": draft.model_dump_json(),
+    }
     ctx.point("before:refusal")
     answer = ctx.w.run("refusal", payload)
     ctx.point("after:refusal")

@@ -44,7 +44,7 @@ if row and type(row.recovery) == 'table' then
   row.recovery.restore_refused = P.reason
   jset(K['ledger-tasks'], a.task_id, row)
 end
-count('restore_refusals:' .. P.reason)
+count('restore_refusals:' .. P.token)
 event('restore_refused', id, a.seat, a.generation, a.generation, P.reason)
 return done({existing=false, refusal=raw})
 """

@@ -18,6 +18,8 @@ import json
 import pytest
 from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_operator.recovery import NOT_REFUSED, CrashAt, InjectedFault, RecoveryRefused
+from agentihooks_operator.recovery.errors import InvalidInput
+from agentihooks_operator.recovery.relaunch import DEFAULT_HINT
 from testsupport.recovery import observe, swarm_spec
 
 FIXED_IMAGE = "v2"
@@ -181,6 +183,51 @@ def test_a_refused_replacement_gives_up_its_authority_at_once(
     assert client.hget(r.keys.worker_credentials, refused) is None
     decision = json.loads(client.hget(r.keys.attempt_recoveries, first))
     assert decision["replacement"] == refused  # kept for the relaunch
+
+
+@pytest.mark.parametrize(
+    ("reason", "token"),
+    [
+        ("source: the worktree has files but no git repository", "source"),
+        ("no checkpoint store is configured for this worker", "no_checkpoint_store"),
+    ],
+)
+def test_the_specs_refusal_strings_are_recorded_as_written(
+    make, client, spec, checkpoint, launcher, reason, token
+) -> None:  # type: ignore[no-untyped-def]
+    """The spec's table writes these two as sentences: the record, the card and the answer keep them;
+    only the counter's label is the short token."""
+    r = make()
+    first = r.ensure_seats(spec)[0].execution_id
+    r.report_session(first, "sess-1")
+    r.report_watermark(first, 5)
+    checkpoint(first, session_id="sess-1")
+    [decision] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    stored = r.report_refusal(decision.replacement, reason, reason)
+    assert stored.reason == reason
+    assert json.loads(client.hget(r.keys.restore_refusals, decision.replacement))["reason"] == reason
+    assert r.metrics()[f"restore_refusals:{token}"] == 1
+    [card] = r.cards(spec)
+    assert card.restore_refused is not None and card.restore_refused.reason == reason
+    assert card.reason.endswith(f"; restore refused: {reason}")
+    assert "relaunch" in card.restore_refused.hint and card.restore_refused.hint != DEFAULT_HINT
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["Source: x", "source: ", "source: a\x00b", "source: " + "x" * 300, "no checkpoint store", "a b"],
+)
+def test_a_refusal_reason_outside_the_table_shapes_is_refused(
+    make, client, spec, checkpoint, launcher, reason
+) -> None:  # type: ignore[no-untyped-def]
+    r = make()
+    first = r.ensure_seats(spec)[0].execution_id
+    r.report_session(first, "sess-1")
+    checkpoint(first, session_id="sess-1")
+    [decision] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    with pytest.raises(InvalidInput):
+        r.report_refusal(decision.replacement, reason, "m")
+    assert client.hget(r.keys.restore_refusals, decision.replacement) is None
 
 
 POINTS = [f"{when}:{step}" for step in ("relaunch", "launch", "retire") for when in ("before", "after")]

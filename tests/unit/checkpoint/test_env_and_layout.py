@@ -43,9 +43,8 @@ def test_bucket_takes_precedence_over_root(tmp_path: Path) -> None:
 def test_a_relative_root_is_refused_even_beside_a_bucket() -> None:
     """The spec: a relative root is refused; a bucket winning over it does not make it right."""
     with pytest.raises(StoreConfigError, match="AGENTIHOOKS_CHECKPOINT_ROOT must be an absolute path"):
-        store_from_env(
-            {"AGENTIHOOKS_CHECKPOINT_BUCKET": "b", "AGENTIHOOKS_CHECKPOINT_ROOT": "relative"}, s3_client=object()
-        )
+        env = {"AGENTIHOOKS_CHECKPOINT_BUCKET": "b", "AGENTIHOOKS_CHECKPOINT_ROOT": "relative"}
+        store_from_env(env, s3_client=object())
 
 
 def test_layout_keys() -> None:
