@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from .harness.base import Harness
+
 OPENING_LINE = "Continue from this recorded conversation. Native resume was unavailable."
 #: The turn a natively resumed conversation continues with.
 RESUME_LINE = "Continue from where this conversation stopped. The worker restarted and resumed it natively."
@@ -42,16 +44,16 @@ def write_continuation(path: Path, transcript_chunks: Iterable[bytes]) -> Path:
     return path
 
 
-def prompt_delivery(agent: list[str], continuation: Path) -> tuple[list[str], Path]:
-    """The original command, with ``continuation`` on its standard input.
+def prompt_delivery(harness: Harness, agent: list[str], continuation: Path) -> tuple[list[str], Path]:
+    """The original command without its prompt (:meth:`Harness.opening_command`), with
+    ``continuation`` on its standard input: the continuation is the whole first turn.
 
-    Both CLIs take piped input into their first turn beside any prompt in the
-    original command: Claude Code 2.1 (``claude -p``) sends the prompt, a
-    newline, then the input; Codex 0.162 (``codex exec``) sends the prompt, then
-    the input in a ``<stdin>`` block. The command itself stays exactly as
-    launched and no transcript runs into the kernel's argument size limit.
+    Both CLIs read their prompt from piped input when the command names none (Claude Code 2.1's
+    ``claude -p``, Codex 0.162's ``codex exec``). No transcript runs into the kernel's argument size
+    limit, and the original task prompt, which the transcript already holds as its first turn, is not
+    sent again ahead of it.
     """
-    return list(agent), continuation
+    return harness.opening_command(agent), continuation
 
 
 def write_resume_prompt(path: Path) -> Path:

@@ -196,7 +196,7 @@ class Restorer:
                 write_continuation(layout.continuation, iter(lambda: f.read(1 << 20), b""))
             transcript = layout.root / "run" / "transcript.jsonl"
             archived.path.replace(transcript)
-            argv, stdin = prompt_delivery(agent, layout.continuation)
+            argv, stdin = prompt_delivery(req.harness, agent, layout.continuation)
             self.on_step("continuation")
         outcome = RestoreOutcome(
             execution_id=req.launch.authority.execution_id,

@@ -101,15 +101,15 @@ def test_reconstructed_restore(
     assert cont.read_bytes() == OPENING_LINE.encode() + b"\n\n" + built.transcript.read_bytes()
     assert not list(layout.claude_config_dir.glob("projects/*/*.jsonl"))  # no native state for a new session
     assert_source_restored(layout.worktree, built)
-    assert ctx.restored.argv == sc.launch["agent"]  # the original command
-    assert ctx.restored.stdin == cont  # the continuation is its opening input
+    assert ctx.restored.argv == sc.launch["agent"][:-1]  # the original command without its prompt
+    assert ctx.restored.stdin == cont  # the continuation is the whole opening input
     err = capsys.readouterr().err
     assert [e["recovery"] for e in events(err, "restore_verified")] == ["reconstructed"]
     assert "middle" not in err
     assert boot.supervise(ctx) == 0
     run = harness_runs(sc.tmp)[-1]
     assert run["stdin_bytes"] == cont.stat().st_size and run["session"] != built.session_id
-    assert run["argv"] == ["-p", "carry on"]
+    assert run["argv"] == ["-p"]
     assert boot.restorer.metrics.snapshot() == {"restore_outcomes_by_type": {"reconstructed": 1}}
 
 

@@ -181,13 +181,11 @@ def test_reconstructed_restore_opens_with_the_continuation(seat: Seat) -> None:
     holding = [t for t in said if OPENING_LINE in t]
     assert len(holding) == 1, "the first request does not carry the continuation text"
     text = holding[0]
-    # The whole continuation arrives, opening line first. Both CLIs put the original command's own prompt
-    # before piped input: Claude Code joins them with a newline, Codex wraps the input in a <stdin> block.
-    if seat.harness == "claude":
-        assert text == f"{FIRST_PROMPT}\n{continuation_text}"
-    else:
-        assert text == f"{FIRST_PROMPT}\n\n<stdin>\n{continuation_text}</stdin>"
-    assert text[text.index(OPENING_LINE) :].startswith(f"{OPENING_LINE}\n\n{fenced.transcript.decode()}")
+    # The whole continuation is the first turn, opening line first: the original prompt (the
+    # transcript's own first turn) is not sent again ahead of it.
+    assert text.strip() == continuation_text.strip()
+    assert text.startswith(f"{OPENING_LINE}\n\n{fenced.transcript.decode()}")
+    assert FIRST_PROMPT not in text[: len(OPENING_LINE) + 2]
     assert js_json(OPENING_LINE)[1:-1] in first.body
 
 

@@ -11,6 +11,7 @@ from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE
 from agentihooks_worker.attempt import SUBDIRS, AttemptLayout
 from agentihooks_worker.continuation import OPENING_LINE, prompt_delivery, write_continuation
 from agentihooks_worker.errors import Refused, StoreSelectionError
+from agentihooks_worker.harness import harness_for
 from agentihooks_worker.onboarding import OnboardingError, mark_onboarded
 from agentihooks_worker.settings import WorkerSettings
 from agentihooks_worker.store_select import StoreChoice, choose_store, require_store
@@ -82,9 +83,43 @@ def test_continuation_is_private_and_byte_exact(tmp_path: Path) -> None:
     path = write_continuation(tmp_path / "continuation.txt", [transcript[:5], transcript[5:]])
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_bytes() == OPENING_LINE.encode() + b"\n\n" + transcript
-    argv, stdin = prompt_delivery(["claude", "-p", "task"], path)
-    assert argv == ["claude", "-p", "task"]
+    argv, stdin = prompt_delivery(harness_for("claude"), ["claude", "-p", "task"], path)
+    assert argv == ["claude", "-p"]  # the continuation alone is the first turn
     assert stdin == path
+
+
+@pytest.mark.parametrize(
+    ("harness", "agent", "opening"),
+    [
+        ("claude", ["claude", "-p", "do the task"], ["claude", "-p"]),
+        ("claude", ["claude", "do the task", "-p"], ["claude", "-p"]),
+        (
+            "claude",
+            ["claude", "-p", "--model", "opus", "--allowedTools", "Bash Edit", "--verbose", "go on"],
+            ["claude", "-p", "--model", "opus", "--allowedTools", "Bash Edit", "--verbose"],
+        ),
+        (
+            "claude",
+            ["claude", "--output-format=stream-json", "-p", "--", "-x looks like a flag"],
+            ["claude", "--output-format=stream-json", "-p"],
+        ),
+        ("codex", ["codex", "exec", "do the task"], ["codex", "exec"]),
+        (
+            "codex",
+            ["codex", "exec", "-m", "gpt-5", "--full-auto", "-C", "/w", "do the task"],
+            ["codex", "exec", "-m", "gpt-5", "--full-auto", "-C", "/w"],
+        ),
+        (
+            "codex",
+            ["codex", "-c", "k=v", "exec", "exec"],
+            ["codex", "-c", "k=v", "exec"],
+        ),  # the prompt "exec"
+    ],
+)
+def test_the_opening_command_drops_only_the_prompt(
+    harness: str, agent: list[str], opening: list[str]
+) -> None:
+    assert harness_for(harness).opening_command(agent) == opening
 
 
 def test_records_split_on_newline_only(tmp_path: Path) -> None:

@@ -65,6 +65,10 @@ class Harness(ABC):
     resume_keeps: frozenset[str] = frozenset()
     #: Flags with a value (``--flag value`` or ``--flag=value``) that a native resume keeps with it.
     resume_keeps_valued: frozenset[str] = frozenset()
+    #: Every flag of the CLI that takes a separate value (so its value is not taken for the prompt).
+    valued_flags: frozenset[str] = frozenset()
+    #: Subcommands that may come first among the positional arguments (``codex exec``).
+    subcommands: frozenset[str] = frozenset()
 
     def home(self, env: Mapping[str, str]) -> Path:
         """The harness home the CLI would use with ``env``."""
@@ -118,6 +122,33 @@ class Harness(ABC):
     @abstractmethod
     def restore_target(self, relpath: PurePosixPath, cwd: Path) -> PurePosixPath | None:
         """Where a captured native file goes in the new home, or ``None`` if it is never restored."""
+
+    def opening_command(self, agent: Sequence[str]) -> list[str]:
+        """The original command without its prompt: a reconstructed conversation's first turn is the
+        continuation alone, read from standard input (the spec: the transcript is the opening prompt
+        after its opening line), never the original prompt with the continuation after it.
+
+        Every flag stays as launched, with its value; only the positional arguments that are not one
+        of :attr:`subcommands` (the prompt) are dropped."""
+        out = [agent[0]]
+        args = list(agent[1:])
+        first_positional = True
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":  # everything after it is positional: the prompt
+                break
+            if arg.startswith("-") and arg != "-":
+                out.append(arg)
+                if "=" not in arg and arg in self.valued_flags and i + 1 < len(args):
+                    out.append(args[i + 1])
+                    i += 1
+            else:
+                if first_positional and arg in self.subcommands:
+                    out.append(arg)
+                first_positional = False
+            i += 1
+        return out
 
     def _kept_flags(self, agent: Sequence[str]) -> list[str]:
         """The original command's flags a resume keeps, in their order: the boolean ones, and the

@@ -36,6 +36,35 @@ class ClaudeCode(Harness):
     # shipper parsing stream-json, say) reads the resumed run the same way.
     resume_keeps = frozenset({"--dangerously-skip-permissions", "--verbose", "-p", "--print"})
     resume_keeps_valued = frozenset({"--output-format", "--model", "--permission-mode"})
+    # Claude Code 2.1's options that take a value (``claude --help``); the rest are switches.
+    valued_flags = frozenset(
+        {
+            *resume_keeps_valued,
+            "--add-dir",
+            "--agent",
+            "--agents",
+            "--allowedTools",
+            "--allowed-tools",
+            "--append-system-prompt",
+            "--betas",
+            "--debug-file",
+            "--disallowedTools",
+            "--disallowed-tools",
+            "--fallback-model",
+            "--input-format",
+            "--json-schema",
+            "--max-budget-usd",
+            "--max-turns",
+            "--mcp-config",
+            "--permission-prompt-tool",
+            "--plugin-dir",
+            "--session-id",
+            "--setting-sources",
+            "--settings",
+            "--system-prompt",
+            "--tools",
+        }
+    )
 
     def parse_version(self, output: str) -> HarnessVersion:
         lines = [ln for ln in output.splitlines() if ln.strip()]

@@ -50,6 +50,34 @@ class Codex(Harness):
     home_dirname = ".codex"
     qualified_series = (0, 162)
     resume_keeps = frozenset({"--dangerously-bypass-approvals-and-sandbox"})
+    # Codex 0.162's options that take a value (``codex exec --help``); the rest are switches.
+    valued_flags = frozenset(
+        {
+            "-m",
+            "--model",
+            "-c",
+            "--config",
+            "-s",
+            "--sandbox",
+            "-a",
+            "--ask-for-approval",
+            "-C",
+            "--cd",
+            "-p",
+            "--profile",
+            "-i",
+            "--image",
+            "--color",
+            "--output-schema",
+            "-o",
+            "--output-last-message",
+            "--add-dir",
+            "--enable",
+            "--disable",
+            "--local-provider",
+        }
+    )
+    subcommands = frozenset({"exec", "e"})
 
     def parse_version(self, output: str) -> HarnessVersion:
         lines = [ln for ln in output.splitlines() if ln.strip()]
