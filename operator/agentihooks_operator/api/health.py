@@ -24,12 +24,10 @@ import redis
 from aiohttp import web
 
 from .limits import ServerLimits
-from .routes_ops import liveness, readiness
+from .routes_ops import PING_SECONDS, liveness, readiness
 from .server import ControlServer, serve
 from .state import ApiState
 
-#: Seconds a readiness PING may take before the replica counts as not ready.
-PING_SECONDS = 2.0
 #: A probe is one short request: a few connections, answered or dropped quickly.
 LIMITS = ServerLimits(
     header_timeout=5.0, keepalive_timeout=5.0, body_timeout=5.0, max_connections=16, backlog=64

@@ -6,6 +6,8 @@ is not stopping; ``/readyz`` also needs Redis to answer a PING.
 
 from __future__ import annotations
 
+import asyncio
+
 import redis
 from aiohttp import web
 
@@ -13,6 +15,9 @@ from . import metrics as _metrics
 from .common import blocking, state_of
 from .openapi import document
 from .state import ApiState
+
+#: Seconds a readiness PING may take before the replica counts as not ready.
+PING_SECONDS = 2.0
 
 
 def liveness(state: ApiState) -> web.Response:
@@ -34,10 +39,14 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    """Bounded like the health listener's: a Redis that does not answer (its client retrying a
+    refused connection with backoff) makes the replica not ready within ``PING_SECONDS``, never a
+    probe left waiting."""
     state = state_of(request)
     try:
-        redis_ok = bool(await blocking(state.redis.ping))
-    except (redis.RedisError, OSError):
+        async with asyncio.timeout(PING_SECONDS):
+            redis_ok = bool(await blocking(state.redis.ping))
+    except (redis.RedisError, OSError, TimeoutError):
         redis_ok = False
     return readiness(state, redis_ok)
 

@@ -83,8 +83,10 @@ async def replacement(cluster: Cluster, swarm: str, generation: int) -> dict[str
 
 
 async def launch_record(cluster: Cluster, execution_id: str) -> LaunchRecord:
-    cm = await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/configmaps/swarm-{execution_id}-launch")
-    assert cm is not None, "the launch ConfigMap exists"
+    """The attempt's launch record. Its ConfigMap is created beside the Pod, not before it (a Pod seen
+    may still wait for it a moment), so it is awaited."""
+    path = f"/api/v1/namespaces/{cluster.namespace}/configmaps/swarm-{execution_id}-launch"
+    cm = await eventually(lambda: cluster.get(path), what="the launch ConfigMap")
     return LaunchRecord.model_validate(json.loads(cm["data"]["launch.json"]))
 
 
