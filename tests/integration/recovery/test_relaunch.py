@@ -25,8 +25,8 @@ from testsupport.recovery import observe, swarm_spec
 FIXED_IMAGE = "v2"
 
 
-def refused_seat(make, spec, checkpoint, launcher):  # type: ignore[no-untyped-def]
-    """eng-1 OOM-killed, resumed natively, and its replacement refused ``version_changed``."""
+def resumed_seat(make, spec, checkpoint):  # type: ignore[no-untyped-def]
+    """eng-1 (it held sess-1, archived to record 5) OOM-killed and resumed natively by automation."""
     r = make()
     first = r.ensure_seats(spec)[0].execution_id
     r.report_session(first, "sess-1")
@@ -34,6 +34,12 @@ def refused_seat(make, spec, checkpoint, launcher):  # type: ignore[no-untyped-d
     built = checkpoint(first, session_id="sess-1")
     report = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"}))
     [decision] = report.decisions
+    return r, first, built, decision
+
+
+def refused_seat(make, spec, checkpoint, launcher):  # type: ignore[no-untyped-def]
+    """eng-1 OOM-killed, resumed natively, and its replacement refused ``version_changed``."""
+    r, first, built, decision = resumed_seat(make, spec, checkpoint)
     refused = decision.replacement
     assert decision.mode == "resume" and refused in launcher.pods
     r.report_refusal(refused, "version_changed", "version_changed")
@@ -197,12 +203,7 @@ def test_the_specs_refusal_strings_are_recorded_as_written(
 ) -> None:  # type: ignore[no-untyped-def]
     """The spec's table writes these two as sentences: the record, the card and the answer keep them;
     only the counter's label is the short token."""
-    r = make()
-    first = r.ensure_seats(spec)[0].execution_id
-    r.report_session(first, "sess-1")
-    r.report_watermark(first, 5)
-    checkpoint(first, session_id="sess-1")
-    [decision] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    r, _, _, decision = resumed_seat(make, spec, checkpoint)
     stored = r.report_refusal(decision.replacement, reason, reason)
     assert stored.reason == reason
     assert json.loads(client.hget(r.keys.restore_refusals, decision.replacement))["reason"] == reason
@@ -220,11 +221,7 @@ def test_the_specs_refusal_strings_are_recorded_as_written(
 def test_a_refusal_reason_outside_the_table_shapes_is_refused(
     make, client, spec, checkpoint, launcher, reason
 ) -> None:  # type: ignore[no-untyped-def]
-    r = make()
-    first = r.ensure_seats(spec)[0].execution_id
-    r.report_session(first, "sess-1")
-    checkpoint(first, session_id="sess-1")
-    [decision] = r.reconcile(spec, observe([(first, "eng-1", 1)], failed={first: "oom_killed"})).decisions
+    r, _, _, decision = resumed_seat(make, spec, checkpoint)
     with pytest.raises(InvalidInput):
         r.report_refusal(decision.replacement, reason, "m")
     assert client.hget(r.keys.restore_refusals, decision.replacement) is None

@@ -93,17 +93,26 @@ def test_a_killed_worker_of_any_store_is_resumed_natively_with_its_tail_named(
     project = git_project(tmp_path / "project")
     with world_of(kind, redis_url, tmp_path, request) as (w, store_env):
         first = w.first["swarm-a"]
-        worker = start_boot(
+
+        def boot(plan: Any, folder: str, **env: str) -> subprocess.Popen[str]:
+            """The worker Pod of ``plan``, reaching the store of ``kind``."""
+            return start_boot(
+                plan,
+                tmp_path / folder,
+                control_url=w.url,
+                project=PROJECT,
+                worktree=project,
+                remote=kind == "remote",
+                **store_env,
+                **env,
+            )
+
+        worker = boot(
             first,
-            tmp_path / "first",
-            control_url=w.url,
-            project=PROJECT,
-            worktree=project,
-            remote=kind == "remote",
+            "first",
             FAKE_HARNESS_RUN_SECONDS="forever",
             FAKE_HARNESS_TICK="0.2",
             AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS="0.5",
-            **store_env,
         )
         try:
             progressed = wait_for(
@@ -140,15 +149,7 @@ def test_a_killed_worker_of_any_store_is_resumed_natively_with_its_tail_named(
         assert (decision.directive.session_id, decision.directive.watermark) == (session, watermark)
 
         plan = w.launcher.pods[decision.replacement]
-        second = start_boot(
-            plan,
-            tmp_path / "second",
-            control_url=w.url,
-            project=PROJECT,
-            worktree=project,
-            remote=kind == "remote",
-            **store_env,
-        )
+        second = boot(plan, "second")
         _, err = second.communicate(timeout=120)
         assert second.returncode == 0, err[-3000:]
         [verified] = events(err, "restore_verified")
