@@ -100,6 +100,14 @@ def disruption(reason: str) -> dict[str, Any]:
     return status
 
 
+def drained(exit_code: int = 143) -> dict[str, Any]:
+    """An evicted Pod after its container stopped (SIGTERM, final capture, exit)."""
+    status = disruption("EvictionByEvictionAPI")
+    term = {"exitCode": exit_code, "reason": "Error", "startedAt": ts(NOW), "finishedAt": ts(NOW)}
+    status["containerStatuses"] = [_container({"terminated": term})]
+    return status
+
+
 def node_lost_status() -> dict[str, Any]:
     status = running()
     status["reason"] = "NodeLost"

@@ -1,6 +1,7 @@
 """Turn a worker Pod's status document into one attempt state and, for a lost attempt, one reason.
 
-Pure functions only: no API calls, no clock of its own. The recovery pass feeds
+Pure functions only: no API calls, no clock of its own. A Pod asked to stop and still
+within its grace period is ``stopping`` (held, not fenced: :mod:`.drain`). The recovery pass feeds
 each current attempt's Pod (``None`` when it is gone), the Pod's Node when it
 is known, and "now"; the image-pull grace is applied separately by
 :func:`apply_pull_grace` because it needs the time the attempt first showed a
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-State = Literal["pending", "running", "succeeded", "failed", "gone"]
+from . import drain
+
+State = Literal["pending", "running", "stopping", "succeeded", "failed", "gone"]
 Reason = Literal["oom_killed", "evicted", "node_lost", "image_pull", "application_exit"]
 
 PULL_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
@@ -35,7 +38,10 @@ DEFAULT_NODE_LOST_AFTER_S = 40.0
 
 @dataclass(frozen=True)
 class Verdict:
-    """What one Pod says about its attempt."""
+    """What one Pod says about its attempt.
+
+    ``stopping`` (a planned stop within its grace period, :mod:`.drain`) carries the reason the
+    attempt will be fenced with once its containers have ended."""
 
     state: State
     reason: Reason | None = None
@@ -98,14 +104,7 @@ def _disruption(pod: Mapping[str, Any]) -> Reason | None:
     return None
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+_parse_time = drain.parse_time
 
 
 def node_lost(node: Mapping[str, Any] | None, *, node_known: bool, now: datetime, after_s: float) -> bool:
@@ -180,16 +179,18 @@ def classify(
     if status.get("reason") == "Evicted":
         return Verdict("failed", "evicted")
     disruption = _disruption(pod)
-    if disruption == "evicted":
-        return Verdict("failed", "evicted")
     on_node = bool((pod.get("spec") or {}).get("nodeName"))
     lost_node = (
         on_node
         and phase in {"Pending", "Running"}
         and node_lost(node, node_known=node_known, now=now, after_s=node_lost_after_s)
     )
-    if disruption == "node_lost" or _pod_says_node_lost(pod) or lost_node or _deleted_while_running(pod):
+    if disruption == "evicted":
+        return Verdict("stopping" if not lost_node and drain.stopping(pod, now) else "failed", "evicted")
+    if disruption == "node_lost" or _pod_says_node_lost(pod) or lost_node:
         return Verdict("failed", "node_lost")
+    if _deleted_while_running(pod):
+        return Verdict("stopping" if drain.stopping(pod, now) else "failed", "node_lost")
     if _pull_failure(pod):
         return Verdict("pending", pull_failure=True)
     if phase == "Failed" or _nonzero_exit(pod):

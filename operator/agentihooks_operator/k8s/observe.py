@@ -32,35 +32,48 @@ from .pods import label, owned_by, pod_name
 SUPERSEDED = (label("superseded"), "legacy-specification")
 
 
+#: How long the noted stop reasons outlive the last stop noted.
+STOPS_TTL_S = 24 * 3600
+
+
 def pull_since_key(keys: SwarmKeys) -> str:
     return keys.image_pull_since
 
 
 class PullGrace:
-    """First-seen times of image-pull failures, per execution, in Redis (one round trip per pass)."""
+    """First-seen times of image-pull failures, per execution, in Redis (one round trip per pass).
+
+    It also keeps why a held ``stopping`` attempt was asked to stop (``attempt-stops``): its Pod may be
+    deleted right after its containers end, before any pass saw them ended, and the attempt, then
+    ``gone``, is still fenced with the reason the Pod showed (``evicted``) rather than ``node_lost``.
+    """
 
     def __init__(self, client: redis.Redis, keys: SwarmKeys, clock: Callable[[], int]) -> None:
         self.client = client
         self.key = pull_since_key(keys)
+        self.stops_key = keys.attempt_stops
         self.clock = clock
 
-    def first_seen(self, failing: Iterable[str], clear: Iterable[str]) -> dict[str, int]:
-        """Record ``failing`` executions not seen failing before, forget ``clear`` ones; first-seen ms."""
-        failing, clear = list(failing), list(clear)
-        if not failing and not clear:
+    def stops(self, stopping: Mapping[str, str], ended: Iterable[str], gone: Iterable[str]) -> dict[str, str]:
+        """Note ``stopping`` attempts' reasons and forget ``ended`` ones; the noted reasons of ``gone``
+        ones. A gone attempt's entry is kept until its fence is surely written (a pass may fail before
+        it): the hash expires :data:`STOPS_TTL_S` after its last note."""
+        ended, gone = list(ended), list(gone)
+        if not stopping and not ended and not gone:
             return {}
         pipe = self.client.pipeline(transaction=True)
-        if clear:
-            pipe.hdel(self.key, *clear)
-        now = self.clock()
-        for eid in failing:
-            pipe.hsetnx(self.key, eid, now)
-        if failing:
-            pipe.hmget(self.key, failing)
+        for eid, reason in stopping.items():
+            pipe.hsetnx(self.stops_key, eid, reason)
+        if stopping:
+            pipe.expire(self.stops_key, STOPS_TTL_S)
+        if ended:
+            pipe.hdel(self.stops_key, *ended)
+        if gone:
+            pipe.hmget(self.stops_key, gone)
         answers = pipe.execute()
-        if not failing:
+        if not gone:
             return {}
-        return {eid: int(v) for eid, v in zip(failing, answers[-1], strict=True) if v is not None}
+        return {eid: _s(v) for eid, v in zip(gone, answers[-1], strict=True) if v is not None}
 
 
 def split_foreign(
@@ -108,11 +121,18 @@ def observe(
         [a.execution_id for a, v in verdicts if v.pull_failure],
         [a.execution_id for a, v in verdicts if not v.pull_failure],
     )
+    stopped = grace.stops(
+        {a.execution_id: str(v.reason) for a, v in verdicts if v.state == "stopping"},
+        [a.execution_id for a, v in verdicts if v.state == "failed"],
+        [a.execution_id for a, v in verdicts if v.state == "gone"],
+    )
     out: list[AttemptObservation] = []
     for attempt, verdict in verdicts:
         graced = apply_pull_grace(
             verdict, first_seen_ms=first.get(attempt.execution_id), now_ms=now_ms, grace_ms=grace_ms
         )
+        if graced.state == "gone" and attempt.execution_id in stopped:
+            graced = Verdict("gone", stopped[attempt.execution_id])  # type: ignore[arg-type]
         out.append(
             AttemptObservation(
                 execution_id=attempt.execution_id,
@@ -124,6 +144,10 @@ def observe(
             )
         )
     return out
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _superseded(pod: Mapping[str, Any] | None) -> bool:

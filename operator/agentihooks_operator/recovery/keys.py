@@ -75,8 +75,9 @@ SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
 #: Parts written outside the core's scripts, by the operator and the control API. They hold
 #: bookkeeping whose loss is safe (a grace clock restarts, a leftover Secret is re-noted on the
 #: next retire, an upload may no longer be read back), so they are not lease-guarded.
-#: ``image-pull-since`` is an original part; the other two are added.
-OUTSIDE_PARTS = ("image-pull-since", "retire-leftovers", "api-uploads")
+#: ``image-pull-since`` is an original part; the others are added (a lost ``attempt-stops`` entry only
+#: names a drained attempt's fence ``node_lost`` instead of ``evicted``).
+OUTSIDE_PARTS = ("image-pull-since", "retire-leftovers", "api-uploads", "attempt-stops")
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,11 @@ class SwarmKeys:
     def image_pull_since(self) -> str:
         """Hash: execution id → when the attempt first showed an image-pull failure (ms)."""
         return f"{self.prefix}:swarm:{self.tag}:image-pull-since"
+
+    @property
+    def attempt_stops(self) -> str:
+        """Hash: execution id → the reason its Pod was asked to stop for, while it was held stopping."""
+        return f"{self.prefix}:swarm:{self.tag}:attempt-stops"
 
     @property
     def retire_leftovers(self) -> str:

@@ -18,7 +18,9 @@ from .records import DecisionMode, RestoreSource, StoredOutcome
 EXECUTION_ID = r"^exe-[0-9a-f]{32}$"
 EXECUTION_RE = re.compile(EXECUTION_ID)
 
-AttemptState = Literal["pending", "running", "succeeded", "failed", "gone"]
+#: ``stopping``: asked to stop (a drain, an eviction) and still within its grace period; alive to the
+#: core (never fenced) until its containers end.
+AttemptState = Literal["pending", "running", "stopping", "succeeded", "failed", "gone"]
 FailureReason = Literal["oom_killed", "evicted", "node_lost", "image_pull", "application_exit"]
 Choice = Literal["resume", "fresh"]
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from agentihooks_operator.k8s.classify import Verdict, apply_pull_grace, classify
+from agentihooks_operator.k8s.drain import STOP_SLACK_S
 from testsupport import kubelet as k
 from testsupport.kubelet import NOW
 
@@ -38,21 +39,21 @@ CASES = [
         k.pod(k.disruption("EvictionByEvictionAPI"), deleting=True),
         READY_NODE,
         True,
-        Verdict("failed", "evicted"),
+        Verdict("stopping", "evicted"),
     ),
     (
         "preempted",
         k.pod(k.disruption("PreemptionByScheduler")),
         READY_NODE,
         True,
-        Verdict("failed", "evicted"),
+        Verdict("stopping", "evicted"),
     ),
     (
         "kubelet termination",
         k.pod(k.disruption("TerminationByKubelet")),
         None,
         False,
-        Verdict("failed", "evicted"),
+        Verdict("stopping", "evicted"),
     ),
     (
         "pod GC of a deleted node",  # kube-controller-manager marks an orphaned Pod before deleting it
@@ -98,6 +99,21 @@ CASES = [
     ("non-zero exit", k.pod(k.application_exit(70)), READY_NODE, True, Verdict("failed", "application_exit")),
     ("exit 1", k.pod(k.application_exit(1)), READY_NODE, True, Verdict("failed", "application_exit")),
     ("deleted", None, None, True, Verdict("gone")),
+    (  # its containers had ended: nothing left to wait for
+        "eviction API, container ended",
+        k.pod(k.drained(143), deleting=True),
+        READY_NODE,
+        True,
+        Verdict("failed", "evicted"),
+    ),
+    (  # nobody is left to stop its containers: fenced at once
+        "eviction API, node lost",
+        k.pod(k.disruption("EvictionByEvictionAPI"), deleting=True),
+        NOT_READY_LONG,
+        True,
+        Verdict("failed", "evicted"),
+    ),
+    ("kubectl delete", k.pod(k.running(), deleting=True), READY_NODE, True, Verdict("stopping", "node_lost")),
 ]
 
 
@@ -106,6 +122,37 @@ CASES = [
 )
 def test_classify(pod: dict | None, node: dict | None, known: bool, expected: Verdict) -> None:
     assert classify(pod, node=node, node_known=known, now=NOW, node_lost_after_s=40) == expected
+
+
+@pytest.mark.parametrize("reason", ["EvictionByEvictionAPI", "PreemptionByScheduler", "TerminationByKubelet"])
+def test_a_planned_stop_is_held_until_its_deadline_and_the_slack(reason: str) -> None:
+    """Deleting: the deadline is the deletionTimestamp; marked only: the mark plus the Pod's grace."""
+    deleting = k.pod(k.disruption(reason), deleting=True)
+    deleting["metadata"]["deletionTimestamp"] = k.ts(NOW + timedelta(seconds=60))
+    marked = k.pod(k.disruption(reason))
+    marked["spec"]["terminationGracePeriodSeconds"] = 60
+    for pod in (deleting, marked):
+        for after, state in (
+            (0, "stopping"),
+            (60 + STOP_SLACK_S - 1, "stopping"),
+            (60 + STOP_SLACK_S, "failed"),
+        ):
+            verdict = classify(pod, node=READY_NODE, node_known=True, now=NOW + timedelta(seconds=after))
+            assert verdict == Verdict(state, "evicted"), (after, pod["metadata"])  # type: ignore[arg-type]
+
+
+def test_a_marked_pod_without_a_grace_gets_kubernetes_default() -> None:
+    pod = k.pod(k.disruption("EvictionByEvictionAPI"))
+    assert classify(pod, now=NOW + timedelta(seconds=30 + STOP_SLACK_S - 1)).state == "stopping"
+    assert classify(pod, now=NOW + timedelta(seconds=30 + STOP_SLACK_S)).state == "failed"
+
+
+def test_a_deleted_pod_whose_container_never_ran_is_not_held() -> None:
+    pod = k.pod(k.pending(), deleting=True)
+    pod["status"]["containerStatuses"] = [
+        {"name": "worker", "state": {"waiting": {"reason": "ContainerCreating"}}}
+    ]
+    assert classify(pod, node=READY_NODE, node_known=True, now=NOW) == Verdict("failed", "node_lost")
 
 
 def test_oom_wins_over_eviction_and_node_loss() -> None:
@@ -165,8 +212,12 @@ def _deleted(status: dict, *, asked: timedelta, grace: int = 30) -> dict:
     ids=["still-running", "exited-0-on-sigterm", "exited-143-on-sigterm"],
 )
 def test_a_pod_deleted_while_it_ran_is_lost_whatever_it_exits_with(status: dict) -> None:
-    """The containers ended at NOW, the deletion was asked for at NOW: the deletion stopped them."""
-    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("failed", "node_lost")
+    """The containers ended at NOW, the deletion was asked for at NOW: the deletion stopped them (a
+    container still running is held until the grace period and the slack are over)."""
+    late = NOW + timedelta(seconds=30 + STOP_SLACK_S)
+    assert classify(_deleted(status, asked=timedelta(0)), now=late) == Verdict("failed", "node_lost")
+    held = "stopping" if "running" in status["containerStatuses"][0]["state"] else "failed"
+    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict(held, "node_lost")  # type: ignore[arg-type]
 
 
 def test_a_pod_that_ended_before_its_deletion_keeps_its_own_outcome() -> None:
@@ -182,4 +233,6 @@ def test_an_eviction_with_a_deletion_stays_an_eviction() -> None:
     status["conditions"].append(
         {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
     )
-    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("failed", "evicted")
+    assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("stopping", "evicted")
+    late = NOW + timedelta(seconds=30 + STOP_SLACK_S)
+    assert classify(_deleted(status, asked=timedelta(0)), now=late) == Verdict("failed", "evicted")

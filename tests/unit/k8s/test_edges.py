@@ -81,6 +81,16 @@ class _Grace:
         self.calls.append((failing, clear))
         return {e: self.first[e] for e in failing if e in self.first}
 
+    noted: dict[str, str]
+
+    def stops(self, stopping: Any, ended: Any, gone: Any) -> dict[str, str]:
+        self.noted = getattr(self, "noted", {})
+        for eid, reason in stopping.items():
+            self.noted.setdefault(eid, reason)
+        for eid in ended:
+            self.noted.pop(eid, None)
+        return {e: self.noted[e] for e in gone if e in self.noted}
+
 
 def _attempt(eid: str, seat: str) -> AttemptRecord:
     return AttemptRecord(
@@ -120,3 +130,20 @@ def test_observe_maps_pods_to_observations_and_applies_the_grace() -> None:
         "exe-d": ("gone", None),
     }
     assert grace.calls == [(["exe-b", "exe-c"], ["exe-a", "exe-d"])]
+
+
+def test_a_drained_attempt_is_held_then_fenced_with_the_reason_its_pod_showed() -> None:
+    """Evicted and still running: ``stopping``; its Pod deleted before a pass saw it end: ``gone``,
+    fenced ``evicted`` (noted while it was held), not ``node_lost``."""
+    attempts = [_attempt("exe-a", "a")]
+    nodes = {"kind-worker": kl.node("kind-worker")}
+    grace = _Grace({})
+    marked = {"swarm-exe-a": kl.pod(kl.disruption("EvictionByEvictionAPI"), deleting=True)}
+    now_ms = int(kl.NOW.timestamp() * 1000)
+    kw: Any = {"grace": grace, "grace_ms": 0, "node_lost_after_s": 40, "now_ms": now_ms}
+    [held] = observe(attempts, marked, nodes, **kw)
+    assert (held.state, held.reason) == ("stopping", "evicted")
+    [gone] = observe(attempts, {}, nodes, **kw)
+    assert (gone.state, gone.reason) == ("gone", "evicted")
+    [unheld] = observe([_attempt("exe-b", "b")], {}, nodes, **kw)
+    assert (unheld.state, unheld.reason) == ("gone", None)

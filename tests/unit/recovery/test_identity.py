@@ -13,7 +13,13 @@ TEAM_B = SwarmId("team-b", "eng")
 
 
 def _every_key(keys: SwarmKeys) -> list[str]:
-    return [*keys.all, keys.image_pull_since, keys.retire_leftovers, keys.api_uploads("exe-" + "a" * 32)]
+    return [
+        *keys.all,
+        keys.image_pull_since,
+        keys.retire_leftovers,
+        keys.api_uploads("exe-" + "a" * 32),
+        keys.attempt_stops,
+    ]
 
 
 def test_same_named_swarms_of_two_namespaces_share_no_key() -> None:

@@ -9,7 +9,12 @@ from agentihooks_operator.recovery.keys import OUTSIDE_PARTS, SCRIPT_PARTS, Swar
 
 def test_outside_parts_share_the_swarm_slot_and_never_enter_scripts() -> None:
     keys = SwarmKeys("agentihooks", "example")
-    names = [keys.image_pull_since, keys.retire_leftovers, keys.api_uploads("exe-" + "a" * 32)]
+    names = [
+        keys.image_pull_since,
+        keys.retire_leftovers,
+        keys.api_uploads("exe-" + "a" * 32),
+        keys.attempt_stops,
+    ]
     assert all(n.startswith("agentihooks:swarm:{example}:") for n in names)
     assert [n.split(":")[3] for n in names] == list(OUTSIDE_PARTS)
     assert not set(OUTSIDE_PARTS) & set(SCRIPT_PARTS)
