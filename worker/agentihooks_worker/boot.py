@@ -254,9 +254,9 @@ class Boot:
         """Step 11: run the harness under the supervisor."""
         a = ctx.launch.authority
 
-        def progress(session_id: str | None, watermark: int | None) -> None:
+        def progress(session_id: str | None, watermark: int | None, final: bool) -> None:
             if self.reporter is not None:
-                self.reporter.report_progress(a.execution_id, session_id, watermark)
+                self.reporter.report_progress(a.execution_id, session_id, watermark, final=final)
 
         sup = Supervisor(
             ctx.restored.argv,
@@ -268,7 +268,7 @@ class Boot:
             on_progress=progress,
             kill_seconds=ctx.launch.kill_seconds,
         )
-        sup.last_reported = self.initial_progress
+        sup.last_reported = (*self.initial_progress, False)
         code = sup.run()
         emit(event_line("harness_exited", execution_id=a.execution_id, exit_code=code))
         return code

@@ -20,7 +20,9 @@ class OutcomeReporter(Protocol):
 
     def report_outcome(self, outcome: RestoreOutcome) -> None: ...
 
-    def report_progress(self, execution_id: str, session_id: str | None, watermark: int | None) -> None: ...
+    def report_progress(
+        self, execution_id: str, session_id: str | None, watermark: int | None, *, final: bool = False
+    ) -> None: ...
 
 
 @runtime_checkable

@@ -43,7 +43,9 @@ class CaptureHook(Protocol):
     def __call__(self, when: CaptureWhen) -> CaptureResult | None: ...
 
 
-ProgressCallback = Callable[[str | None, int | None], None]
+#: ``(session_id, watermark, final)``; ``final`` for the capture taken after the harness exited (nothing it
+#: wrote lies past that watermark).
+ProgressCallback = Callable[[str | None, int | None, bool], None]
 
 
 class Supervisor:
@@ -72,7 +74,7 @@ class Supervisor:
         self.kill_seconds = kill_seconds
         self.poll_seconds = poll_seconds
         self.stop_signal: int | None = None
-        self.last_reported: tuple[str | None, int | None] = (None, None)
+        self.last_reported: tuple[str | None, int | None, bool] = (None, None, False)
         self.captures: list[CaptureResult] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._stop_at: float | None = None
@@ -139,15 +141,16 @@ class Supervisor:
             return False
         if result is not None:
             self.captures.append(result)
-            self._report(result.session_id, result.watermark)
+            self._report(result.session_id, result.watermark, final=when == "final")
         return True
 
-    def _report(self, session_id: str | None, watermark: int | None) -> None:
-        if (session_id, watermark) == self.last_reported or self.on_progress is None:
+    def _report(self, session_id: str | None, watermark: int | None, *, final: bool = False) -> None:
+        final = final and watermark is not None
+        if (session_id, watermark, final) == self.last_reported or self.on_progress is None:
             return
         try:
-            self.on_progress(session_id, watermark)
+            self.on_progress(session_id, watermark, final)
         except Exception as e:  # not noted as reported: the next capture reports it again
-            log.warning("progress report failed: %s", type(e).__name__)
+            log.warning("%sprogress report failed: %s", "final " if final else "", type(e).__name__)
             return
-        self.last_reported = (session_id, watermark)
+        self.last_reported = (session_id, watermark, final)

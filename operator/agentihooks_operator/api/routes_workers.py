@@ -44,7 +44,7 @@ async def watermark(request: web.Request) -> web.Response:
     entry, _ = await worker_of(request, execution)
     body = await body_model(request, WatermarkReport)
     try:
-        await blocking(entry.recovery.report_watermark, execution, body.watermark)
+        await blocking(entry.recovery.report_watermark, execution, body.watermark, final=body.final)
     except RecoveryRefused as e:
         raise HttpProblem(409, e.reason, e.message) from e
     return answer(Accepted())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from agentihooks_checkpoint.catalog import CheckpointSummary
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from ..recovery.models import HandoffCard, RecoveryEvent
 
@@ -46,6 +46,8 @@ JsonInt = Annotated[int, BeforeValidator(_json_integer)]
 
 class WatermarkReport(_In):
     watermark: JsonInt = Field(ge=0, le=2**53)
+    #: The watermark of the worker's final capture, taken after its harness exited (a drain, an exit).
+    final: StrictBool = False
 
 
 class RestoreReport(_In):

@@ -66,8 +66,9 @@ def deadline(pod: Mapping[str, Any]) -> datetime | None:
     if marked is None:
         return None
     grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
-    usable = isinstance(grace, int | float) and not isinstance(grace, bool)
-    seconds = float(grace) if usable else DEFAULT_GRACE_S
+    seconds = (
+        float(grace) if isinstance(grace, int | float) and not isinstance(grace, bool) else DEFAULT_GRACE_S
+    )
     return marked + timedelta(seconds=seconds)
 
 

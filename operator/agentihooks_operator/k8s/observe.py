@@ -54,6 +54,24 @@ class PullGrace:
         self.stops_key = keys.attempt_stops
         self.clock = clock
 
+    def first_seen(self, failing: Iterable[str], clear: Iterable[str]) -> dict[str, int]:
+        """Record ``failing`` executions not seen failing before, forget ``clear`` ones; first-seen ms."""
+        failing, clear = list(failing), list(clear)
+        if not failing and not clear:
+            return {}
+        pipe = self.client.pipeline(transaction=True)
+        if clear:
+            pipe.hdel(self.key, *clear)
+        now = self.clock()
+        for eid in failing:
+            pipe.hsetnx(self.key, eid, now)
+        if failing:
+            pipe.hmget(self.key, failing)
+        answers = pipe.execute()
+        if not failing:
+            return {}
+        return {eid: int(v) for eid, v in zip(failing, answers[-1], strict=True) if v is not None}
+
     def stops(self, stopping: Mapping[str, str], ended: Iterable[str], gone: Iterable[str]) -> dict[str, str]:
         """Note ``stopping`` attempts' reasons and forget ``ended`` ones; the noted reasons of ``gone``
         ones. A gone attempt's entry is kept until its fence is surely written (a pass may fail before

@@ -46,8 +46,12 @@ local hb = jget(K['heartbeats'], id) or {}
 local wm = nn(hb.archive_watermark)
 f.native_session = nn(hb.session_id) or cjson.null
 f.archive_watermark = wm or cjson.null
+local final = nn(hb.final_watermark)
 if P.reason == 'image_pull' then
   f.tail = 'The image never started, so the attempt wrote no transcript and nothing is lost.'
+elseif final ~= nil and wm ~= nil and final == wm then
+  f.tail = 'Nothing is lost: the final capture archived the transcript through record ' .. wm .. '.'
+  f.final_capture = true
 elseif wm == nil then
   f.tail = 'No transcript record was archived: everything the attempt wrote is lost; its length is unknown.'
 else
@@ -179,6 +183,7 @@ local wm = nn(P.watermark)
 if wm then
   local old = nn(hb.archive_watermark)
   if old == nil or wm >= old then hb.archive_watermark = wm end
+  if P.final == true then hb.final_watermark = wm end
 end
 hb.at_ms = now
 jset(K['heartbeats'], id, hb)

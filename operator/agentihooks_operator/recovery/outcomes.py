@@ -85,15 +85,22 @@ def report_outcome(ctx: Ctx, execution_id: str, outcome: RestoreOutcome) -> Stor
     raise RecoveryRefused(NOT_CURRENT, reason="not_current")
 
 
-def heartbeat(ctx: Ctx, execution_id: str, *, session_id: str | None, watermark: int | None) -> None:
-    """Record a heartbeat of a current attempt; a fenced attempt's heartbeat is refused."""
+def heartbeat(
+    ctx: Ctx, execution_id: str, *, session_id: str | None, watermark: int | None, final: bool = False
+) -> None:
+    """Record a heartbeat of a current attempt; a fenced attempt's heartbeat is refused.
+
+    ``final``: the watermark is that of the worker's final capture, after its harness exited."""
     check_execution(execution_id)
     if watermark is not None and (isinstance(watermark, bool) or watermark < 0):
         raise InvalidInput("watermark must be a non-negative integer")
     if session_id is not None and not re.fullmatch(IDENTIFIER, session_id):
         raise InvalidInput("session_id is not an identifier")
+    if final and watermark is None:
+        raise InvalidInput("a final report names the watermark its final capture reached")
     answer = ctx.w.run(
-        "heartbeat", {"execution_id": execution_id, "session_id": session_id, "watermark": watermark}
+        "heartbeat",
+        {"execution_id": execution_id, "session_id": session_id, "watermark": watermark, "final": final},
     )
     if not answer["ok"]:
         raise RecoveryRefused(NOT_CURRENT.replace("replacement", "attempt"), reason="not_current")

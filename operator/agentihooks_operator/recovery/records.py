@@ -55,6 +55,9 @@ class Heartbeat(_Record):
     session_id: str | None = None
     archive_watermark: int | None = None
     at_ms: int | None = None
+    #: The watermark of the worker's final capture, taken after its harness had exited: nothing the
+    #: attempt wrote lies past it.
+    final_watermark: int | None = None
 
 
 class RestoreSource(_Record):
@@ -103,6 +106,8 @@ class FenceRecord(_Record):
     native_session: str | None = None
     archive_watermark: int | None = None
     tail: str
+    #: The attempt's final capture covered its whole transcript: the lost tail is empty.
+    final_capture: bool = False
     released: Annotated[list[Literal["grant", "account"]], BeforeValidator(_list)] = Field(
         default_factory=list
     )

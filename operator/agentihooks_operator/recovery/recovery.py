@@ -273,10 +273,11 @@ class Recovery:
         self._leader()
         outcomes.heartbeat(self._ctx, execution_id, session_id=session_id, watermark=None)
 
-    def report_watermark(self, execution_id: str, watermark: int) -> None:
-        """Heartbeat: the last transcript record known to be archived (``archive_watermark``)."""
+    def report_watermark(self, execution_id: str, watermark: int, *, final: bool = False) -> None:
+        """Heartbeat: the last transcript record known to be archived (``archive_watermark``);
+        ``final`` when the worker's final capture (its harness had exited) reached it."""
         self._leader()
-        outcomes.heartbeat(self._ctx, execution_id, session_id=None, watermark=watermark)
+        outcomes.heartbeat(self._ctx, execution_id, session_id=None, watermark=watermark, final=final)
 
     # -- worker credentials ------------------------------------------------------------------
     def mint_worker_credential(self, execution_id: str) -> str:

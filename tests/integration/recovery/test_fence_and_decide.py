@@ -47,6 +47,39 @@ def test_fence_record_holds_what_the_attempt_had(make, client, spec, checkpoint)
     assert json.loads(client.hget(r.keys.attempt_records, eid))["state"] == "fenced"
 
 
+def test_a_final_capture_leaves_an_empty_tail_only_when_it_is_the_last_watermark(make, client, spec) -> None:  # type: ignore[no-untyped-def]
+    """The worker's final capture (its harness had exited) reached record 12: nothing is lost. A final
+    report that a later, non-final one overtook (a report is never trusted past what it says) leaves
+    the tail named after the newer watermark."""
+    r, eid = start(make, spec, watermark=9)
+    r.report_watermark(eid, 12, final=True)
+    fail(r, spec, eid, "evicted")
+    f = fence_of(client, r, eid)
+    assert (f.archive_watermark, f.final_capture) == (12, True)
+    assert f.tail == "Nothing is lost: the final capture archived the transcript through record 12."
+    beat = json.loads(client.hget(r.keys.heartbeats, eid))
+    assert (beat["archive_watermark"], beat["final_watermark"]) == (12, 12)
+
+
+def test_a_final_report_overtaken_by_a_newer_watermark_leaves_the_tail_named(make, client, spec) -> None:  # type: ignore[no-untyped-def]
+    r2, eid2 = start(make, spec, watermark=3)
+    r2.report_watermark(eid2, 4, final=True)
+    r2.report_watermark(eid2, 6)
+    fail(r2, spec, eid2, "evicted")
+    f2 = fence_of(client, r2, eid2)
+    assert (f2.archive_watermark, f2.final_capture) == (6, False)
+    assert "after record 6" in f2.tail and "lost" in f2.tail
+
+
+def test_a_final_report_names_its_watermark(make, spec) -> None:  # type: ignore[no-untyped-def]
+    from agentihooks_operator.recovery.errors import InvalidInput
+    from agentihooks_operator.recovery.outcomes import heartbeat
+
+    r, eid = start(make, spec)
+    with pytest.raises(InvalidInput, match="final"):
+        heartbeat(r._ctx, eid, session_id="s", watermark=None, final=True)
+
+
 def test_image_pull_tail_says_nothing_was_written(make, client, spec) -> None:  # type: ignore[no-untyped-def]
     r, eid = start(make, spec, session=None, watermark=None)
     fail(r, spec, eid, "image_pull")

@@ -48,7 +48,7 @@ def test_exit_code_propagates_and_final_capture_runs(tmp_path: Path, code: int) 
     assert proc.wait(timeout=60) == code
     lines = journal(tmp_path)
     assert lines[-2].startswith("capture final ") and lines[-2].endswith(" 3")  # prompt + 2 records
-    assert lines[-1].startswith("progress ")
+    assert lines[-1].startswith("progress ") and lines[-1].endswith(" 3 final")  # the final capture's
 
 
 @pytest.mark.parametrize(("term_exit", "expected"), [(None, 143), ("0", 0), ("9", 9)])
@@ -65,6 +65,7 @@ def test_sigterm_is_forwarded_final_capture_taken_and_code_propagates(
     finals = [ln for ln in journal(tmp_path) if ln.startswith("capture final")]
     assert len(finals) == 1
     assert finals[0].endswith(" 3")  # the harness's "stopped" record was captured too
+    assert journal(tmp_path)[-1].endswith(" 3 final")  # and reported as final, before the exit
 
 
 def test_sigint_is_forwarded(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_periodic_captures_report_progress_once_per_change(tmp_path: Path) -> No
     progress = [ln for ln in lines if ln.startswith("progress")]
     assert len(progress) == len(set(progress))  # only changes are reported
     assert progress[0].endswith(" 2")
-    assert progress[-1].endswith(" 3")
+    assert progress[-1].endswith(" 3 final")  # the final capture's, even if its watermark was reported
 
 
 def test_failed_final_capture_after_clean_exit_is_75(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def main() -> int:
         cwd=Path(cwd),
         capture=capture,
         interval=float(interval),
-        on_progress=lambda s, w: note(f"progress {s} {w}"),
+        on_progress=lambda s, w, final: note(f"progress {s} {w}" + (" final" if final else "")),
         kill_seconds=float(os.environ.get("SUPERVISE_KILL_SECONDS", "10")),
     )
     return sup.run()

@@ -472,14 +472,19 @@ class ControlReporter:
             raise CheckpointError("an outcome is reported only for this worker's own execution")
         self._post("/outcome", outcome.model_dump(mode="json"))
 
-    def report_progress(self, execution_id: str, session_id: str | None, watermark: int | None) -> None:
+    def report_progress(
+        self, execution_id: str, session_id: str | None, watermark: int | None, *, final: bool = False
+    ) -> None:
+        """The session and archive watermark; ``final`` when the capture was taken after the harness
+        exited, so the fence knows nothing lies past it (a drained worker reports this before it exits)."""
         if execution_id != self._c.execution_id:
             raise CheckpointError("progress is reported only for this worker's own execution")
         quick = self.quick_progress
         if session_id is not None:
             self._post("/session", {"session_id": session_id}, quick=quick)
         if watermark is not None:
-            self._post("/watermark", {"watermark": watermark}, quick=quick)
+            body: dict[str, Any] = {"watermark": watermark} | ({"final": True} if final else {})
+            self._post("/watermark", body, quick=quick)
 
     def report_refusal(self, execution_id: str, reason: str, message: str) -> None:
         """The restore was refused (``POST .../restore-refusal``): the seat then waits for a relaunch.
