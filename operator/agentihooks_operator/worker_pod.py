@@ -37,6 +37,18 @@ WORKER_GID = 1000
 #: mount at the same path replaces the default mount.
 WRITABLE = {"home": WORKER_HOME, "tmp": "/tmp"}  # noqa: S108  (a Pod mount point, not a temp file)
 
+#: The worker Pod's ``terminationGracePeriodSeconds`` when the template sets none (Kubernetes' own default
+#: is 30): on a drain the worker stops its harness (at most :func:`kill_seconds`), takes its final
+#: capture and reports it before the kubelet's SIGKILL. A template value replaces it.
+DEFAULT_GRACE_SECONDS = 60
+
+
+def kill_seconds(grace: float) -> float:
+    """The harness's stop budget after SIGTERM for a Pod of ``grace`` seconds: a third of it, 1 to 10 s,
+    so at least two thirds are left for the final capture and its report."""
+    return float(max(1, min(10, int(grace) // 3)))
+
+
 # -- the Pod template ------------------------------------------------------------------------------
 #: ``podTemplate.spec`` fields a template may set (their schema is the real Kubernetes one).
 POD_FIELDS = (

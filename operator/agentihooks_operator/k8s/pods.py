@@ -163,6 +163,17 @@ def seat_of(spec: SwarmSpec, seat: str) -> SeatSpec:
     raise KeyError(f"seat {seat!r} is not in the swarm spec")
 
 
+def grace_seconds(spec: SwarmSpec) -> float:
+    """The worker Pod's grace period: the template's ``terminationGracePeriodSeconds``, else
+    :data:`~..worker_pod.DEFAULT_GRACE_SECONDS`."""
+    value = ((spec.pod_template.spec if spec.pod_template else None) or {}).get(
+        "terminationGracePeriodSeconds"
+    )
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return float(wp.DEFAULT_GRACE_SECONDS)
+
+
 def build_launch_record(
     spec: SwarmSpec, owner: Owner, ex: Execution, *, control_url: str | None = None
 ) -> LaunchRecord:
@@ -188,6 +199,7 @@ def build_launch_record(
         ),
         restore=ex.directive,
         restore_from=ex.restore_from,
+        kill_seconds=wp.kill_seconds(grace_seconds(spec)),
         checkpoint_remote=spec.checkpoint_store.remote,
         store_namespace=ex.store_namespace,
     )
@@ -309,6 +321,8 @@ def build_worker_pod(
             # A template may name a serviceAccountName; its token is mounted only if the template
             # also sets automountServiceAccountToken: true.
             "automountServiceAccountToken": False,
+            # Room for the final capture on a drain (a template value replaces it).
+            "terminationGracePeriodSeconds": wp.DEFAULT_GRACE_SECONDS,
             "securityContext": copy.deepcopy(POD_SECURITY),
             "containers": [
                 {

@@ -123,6 +123,26 @@ def test_default_pod_is_restricted_with_writable_empty_dirs_and_no_token() -> No
     kubernetes_validate.validate(pod, "1.35.0", strict=True)
 
 
+@pytest.mark.parametrize(
+    ("template", "grace", "kill"),
+    [
+        (None, 60, 10.0),  # the default leaves 50 s for the final capture and its report
+        ({"spec": {"terminationGracePeriodSeconds": 300}}, 300, 10.0),
+        ({"spec": {"terminationGracePeriodSeconds": 12}}, 12, 4.0),
+        ({"spec": {"terminationGracePeriodSeconds": 2}}, 2, 1.0),
+        ({"spec": {"terminationGracePeriodSeconds": 0}}, 0, 1.0),
+    ],
+)
+def test_the_grace_period_leaves_room_for_the_final_capture(
+    template: dict[str, Any] | None, grace: int, kill: float
+) -> None:
+    """The Pod's grace (the template's, else 60 s) and the harness's stop budget in the launch record
+    (a third of it, 1 to 10 s): the rest is the worker's for its final capture on a drain."""
+    spec = _spec(template)
+    assert build_pod_spec(spec, OWNER, EX)["spec"]["terminationGracePeriodSeconds"] == grace
+    assert build_launch_record(spec, OWNER, EX).kill_seconds == kill
+
+
 def test_the_worker_writes_only_under_the_writable_mounts() -> None:
     """Everything the worker and its harness write: attempts dir, HOME, CLAUDE_CONFIG_DIR, CODEX_HOME,
     the checkout, TMPDIR (all in the attempt folder under /home/worker), and /tmp."""
