@@ -67,14 +67,26 @@ def start_boot(
     adds or overrides variables (e.g. the fake harness's version). Nothing else of this process's
     ``FAKE_*``/``AGENTIHOOKS_*`` environment leaks in.
     """
+    record = json.dumps(remote_launch(plan, control_url, project, remote=remote))
+    return start_worker(
+        record, plan.worker_token.get_secret_value(), folder, project=project, worktree=worktree, **env
+    )
+
+
+def start_worker(
+    launch_json: str, token: str, folder: Path, *, project: str, worktree: Path | str, **env: str
+) -> subprocess.Popen[str]:
+    """``agentihooks-worker boot`` of a launch record as given (e.g. read from the operator's launch
+    ConfigMap), with the worker credential ``token``, in ``folder`` (created): what the worker Pod's
+    container runs. The fake harness is first on ``PATH``; its stderr is piped."""
     folder.mkdir()
-    (folder / "launch.json").write_text(json.dumps(remote_launch(plan, control_url, project, remote=remote)))
+    (folder / "launch.json").write_text(launch_json)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AGENTIHOOKS_"))}
     full.update(
         {
             "PATH": f"{BIN}{os.pathsep}{full.get('PATH', '')}",
             "FAKE_HARNESS_LOG": str(folder / "harness.log"),
-            "AGENTIHOOKS_WORKER_TOKEN": plan.worker_token.get_secret_value(),
+            "AGENTIHOOKS_WORKER_TOKEN": token,
             "AGENTIHOOKS_ATTEMPTS_DIR": str(folder / "attempts"),
             "AGENTIHOOKS_LAUNCH_RECORD": str(folder / "launch.json"),
             "AGENTIHOOKS_PROJECT_REMOTES": json.dumps({project: str(worktree)}),
