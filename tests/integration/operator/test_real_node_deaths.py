@@ -25,6 +25,10 @@ Two more deaths need more than the probe's own process:
   for its ``node_lost_after_seconds``; the kubelet comes back, finds the fenced Pod deleted, stops its
   container, and the one replacement runs there.
 
+A drain is held: with a 6 s grace period the real kubelet's SIGTERM is ignored by the probe (as a
+worker still taking its final capture), and the operator fences the attempt only once the container
+has ended, never beside it running.
+
 And a fault: the kubelet restarted (down 1 s) as the first attempt dies, as the decision is applied,
 as the replacement Pod appears and while it runs starts nothing twice: one fence, one replacement
 Pod, one container for it in containerd, never restarted.
@@ -180,6 +184,39 @@ async def test_a_real_death_is_fenced_once_and_exactly_one_replacement_really_ru
 
 async def _async(value: Any) -> Any:
     return value
+
+
+async def test_a_drained_pod_is_held_until_the_real_kubelet_has_stopped_it(
+    cluster: Cluster, real_node: Any, redis_url: str
+) -> None:
+    """A drain on the real node: the Eviction API marks and deletes the Pod, the real kubelet sends
+    SIGTERM, which the probe ignores (PID 1 without a handler) as a worker still taking its final
+    capture would, and kills it when its 6 s grace period ends. All that time the operator holds the
+    attempt; it fences it ``evicted`` only once the container has ended (before, it fenced at the
+    mark, with the container still running)."""
+    spec = probe_spec("wait")
+    spec["podTemplate"]["spec"]["terminationGracePeriodSeconds"] = 6
+    async with running_operator(cluster, redis_url):
+        await cluster.create_swarm("drain", spec)
+        first = await eventually(lambda: _pod_of(cluster, "drain", 1), timeout=90, what="the first Pod")
+        lost = eid(first)
+        path = f"/api/v1/namespaces/{cluster.namespace}/pods/{first['metadata']['name']}"
+        await _evict_when_running(cluster, first)
+        held: list[bool] = []  # each poll: the container still ran in its grace period, unfenced
+
+        async def fenced_once_stopped() -> Any:
+            record = await asyncio.to_thread(fence, redis_url, "drain", lost)  # the fence first,
+            pod = await cluster.get(path)  # then the Pod: a fence seen beside a running container is early
+            running = "running" in _container_state(pod)
+            assert record is None or not running, ("fenced while its container ran", record, pod)
+            if record is None and running and (pod or {}).get("metadata", {}).get("deletionTimestamp"):
+                held.append(True)
+            return record
+
+        record = await eventually(fenced_once_stopped, timeout=60, what="the fence after the drain")
+        assert record.reason == "evicted", record
+        assert held, "the container was never seen running in its grace period"
+        assert [p for p in await cluster.pods("drain") if gen(p) == 2] == []  # automation: no checkpoint
 
 
 async def _pod_of(cluster: Cluster, swarm: str, generation: int) -> dict[str, Any] | None:
