@@ -7,7 +7,7 @@
   pass) and at least every ``passIntervalSeconds``;
 * an invalid spec becomes a ``SpecValid=False`` condition and a
   ``kopf.PermanentError``; Redis and API failures become
-  ``kopf.TemporaryError`` so kopf retries the daemon after a delay;
+  a warning and a retry by the same pass object after a delay (it keeps its lease and epoch);
 * a call the operator's RBAC refused (``AccessDenied``) is logged by kopf and
   posted once as a ``Forbidden`` Warning Event on the Swarm, naming the verb,
   resource and namespace, and the pass is retried after at least a pass
@@ -413,19 +413,28 @@ async def _loop(
             runner = memo["passes"][key] = _build_pass(memo, name, namespace, uid, body)
             _join_pipeline(memo, key, runner, body, trigger)
         trigger.clear()
+        # A failed pass is retried by this same pass object: it keeps the lease it holds and its
+        # epoch (a new object would take the lease again under a new epoch, forcing every replica's
+        # full resync and hiding the churn from the takeover counter); the next pass lists in full.
+        delay: float | None = None
         try:
             result = await asyncio.to_thread(runner.run, spec)
         except LeaseLost:
             result = None
         except AccessDenied as e:  # RBAC refused a call: say which, on the Swarm too; retry later
             _post_refusal(memo, key, body, str(e))
+            log.warning("recovery pass of %s/%s failed: %s", namespace, name, e)
             delay = max(config.retry_delay_seconds, spec.recovery.pass_interval_seconds)
-            raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=delay) from e
         except (redis.RedisError, ApiError, RecoveryError) as e:
-            raise kopf.TemporaryError(f"recovery pass failed: {e}", delay=config.retry_delay_seconds) from e
-        except Exception as e:  # a bug must not park the swarm for kopf's default minute
+            log.warning("recovery pass of %s/%s failed: %s", namespace, name, e)
+            delay = config.retry_delay_seconds
+        except Exception:  # a bug must not park the swarm for kopf's default minute
             log.exception("recovery pass of %s/%s failed unexpectedly", namespace, name)
-            raise kopf.TemporaryError(f"recovery pass failed: {e!r}", delay=config.retry_delay_seconds) from e
+            delay = config.retry_delay_seconds
+        if delay is not None:
+            runner.after_failure()
+            await stopped.wait(delay)
+            continue
         if result is not None and result.leader and runner.last_pass_seconds is not None:
             instruments.of(memo).observe_pass(SwarmId(namespace, name), runner.last_pass_seconds)
         memo["results"][key] = result

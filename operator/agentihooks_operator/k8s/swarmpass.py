@@ -145,6 +145,11 @@ class SwarmPass(PassReads):
         self._renewed_at = time.monotonic()
         return True
 
+    def after_failure(self) -> None:
+        """A pass failed part-way (a temporary error): the next one reads the Pods and Nodes in full,
+        under the lease and epoch this pass still holds."""
+        self._resync()
+
     def _hand_over(self) -> None:
         """Release the lease if this replica holds it (between passes: nothing is in flight), so the
         replica the placement prefers takes it at its next renewal."""
