@@ -27,7 +27,9 @@ Warning Event.
 
 A call the operator's RBAC refuses (403) is noted before it is re-raised: the
 recovery core only logs a failed step and retries it next pass, so the pass
-reads the notes (:meth:`take_refusals`) and reports them by name.
+reads the notes (:meth:`take_refusals`) and reports them by name. A refused
+create of the launch is also :class:`LaunchBlocked` (reason ``rbac``), so the
+seat's card names it rather than reading ``bound`` beside no Pod.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any, Literal
 from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
-from .client import KubeClient
+from .client import KubeClient, describe_refusal
 from .errors import ApiError
 from .events import Notice, events_for
 from .leftovers import Leftovers, MemoryLeftovers
@@ -156,9 +158,21 @@ class KubernetesLauncher:
         return "created"
 
     def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
+        """Create the attempt's Secret, ConfigMap and Pod. A create the operator's RBAC refuses is noted
+        (the pass reports it) and is also :class:`LaunchBlocked`: the seat's card and Event say the
+        launch waits, instead of a decision that reads ``bound`` beside no Pod."""
         self.guard()
         with self._noting():
-            return self._launch(plan)
+            try:
+                return self._launch(plan)
+            except ApiError as e:
+                if not _rbac(e):
+                    raise
+                self._note(e)
+                raise LaunchBlocked(
+                    f"{describe_refusal(e)}; the launch is sent again on every pass until it is allowed",
+                    reason="rbac",
+                ) from e
 
     def _launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
         spec = self._spec()
@@ -254,8 +268,7 @@ class KubernetesLauncher:
         try:
             return self._create("pods", pod)
         except ApiError as e:
-            rbac = e.status == 403 and "cannot create resource" in e.message
-            if e.status in (400, 403, 422) and not rbac:
+            if e.status in (400, 403, 422) and not _rbac(e):
                 said = e.message or e.reason
                 raise LaunchBlocked(
                     f"the API server refused the worker Pod: {said}", reason="admission"
@@ -341,3 +354,8 @@ class KubernetesLauncher:
         ns = self.owner.namespace
         self.kube.delete("secrets", ns, credential_secret_name(execution_id))
         self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))
+
+
+def _rbac(error: ApiError) -> bool:
+    """A refusal by the authorizer (``User ... cannot create resource ...``), not by admission or quota."""
+    return error.status == 403 and "cannot " in error.message

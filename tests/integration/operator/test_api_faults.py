@@ -492,6 +492,16 @@ async def test_rbac_denial_is_named_retried_and_then_recovered_once(
         await eventually(lambda: said in _log(tmp_path), what="the refusal in the operator's log")
         await eventually(lambda: _swarm_event(cluster, said), what="the refusal as an Event on the Swarm")
         assert op.poll() is None, "the operator process keeps running"
+
+        # The seat's card says the decision's replacement waits on the refusal (it read ``bound`` with
+        # nothing beside it, though no replacement was running).
+        async def blocked_card() -> bool:
+            cards = ((await cluster.swarm("example")).get("status") or {}).get("handoffs") or []
+            return bool(cards) and said in (cards[0].get("launch_blocked") or "")
+
+        await eventually(blocked_card, what="the seat's card naming the blocked launch")
+        [card] = (await cluster.swarm("example"))["status"]["handoffs"]
+        assert card["successor"] == attempt and card["continuity"] == "pending"
         if resource == "pods":
             assert await cluster.pods("example") == []
             assert 201 not in _audit(cluster, "create", "pods", pod), "no replacement Pod was created"
@@ -509,6 +519,12 @@ async def test_rbac_denial_is_named_retried_and_then_recovered_once(
         await running_seat(cluster, kubelet, "example", generation=2)
         await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="replacement running")
         assert op.poll() is None
+
+        async def unblocked() -> bool:
+            [card] = (await cluster.swarm("example"))["status"]["handoffs"]
+            return card.get("launch_blocked") is None and card["successor"] == attempt
+
+        await eventually(unblocked, what="the card no longer naming a blocked launch")
 
     assert [p["metadata"]["name"] for p in await cluster.pods("example")] == [pod]
     assert [c for c in _audit(cluster, "create", "pods", pod) if c < 400] == [201]
