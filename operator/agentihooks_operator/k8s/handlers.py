@@ -41,6 +41,7 @@ from ..recovery.clock import RedisClock
 from ..recovery.errors import RecoveryError
 from ..recovery.identity import SwarmId
 from ..recovery.keys import SwarmKeys
+from ..recovery.lease import LeaseChurn
 from ..swarm import SwarmSpec
 from . import podcache
 from .client import KubeClient, follow_kubeconfig_env
@@ -282,6 +283,9 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         faults=memo.get("faults"),
         brokers=HttpBrokers(secret_token(memo["kube"], namespace)),
         namespace=namespace,
+        # One count per Swarm for the process's life: a rebuilt pass (a restarted daemon) keeps adding
+        # to it, so a replica that keeps taking the lease again shows in its takeover counter.
+        churn=memo.setdefault("lease_churn", {}).setdefault(SwarmId(namespace, name), LeaseChurn()),
     )
     runner = SwarmPass(
         recovery=recovery,

@@ -5,12 +5,18 @@ over (free, expired, or left by a previous run of the same holder) increments
 ``control-epoch``. A controller renews only the epoch it acquired, so a
 restarted process with the same holder id gets a new epoch and the old
 process, if it still runs, is refused at its next write.
+
+The takeover and loss counts live in a :class:`LeaseChurn` the caller may keep
+across :class:`Lease` instances: the operator builds a new pass (and lease) for
+a Swarm when its daemon restarts, and a count that restarted with it would hide
+exactly the churn the alert looks for.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 
 from .durable import run_script
 from .lua import LEASE, RELEASE_LEASE
@@ -20,18 +26,34 @@ from .writer import Writer
 log = logging.getLogger("agentihooks.recovery")
 
 
+class LeaseChurn:
+    """How often one process took a swarm's lease with a new epoch, and lost one it held."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.taken = 0
+        self.lost = 0
+
+    def took(self) -> None:
+        with self._lock:
+            self.taken += 1
+
+    def lose(self) -> None:
+        with self._lock:
+            self.lost += 1
+
+
 class Lease:
-    def __init__(self, writer: Writer, lease_ms: int) -> None:
+    def __init__(self, writer: Writer, lease_ms: int, churn: LeaseChurn | None = None) -> None:
         if lease_ms < 100:
             raise ValueError("lease_ms must be at least 100")
         self.w = writer
         self.lease_ms = lease_ms
         self._acquire = writer.client.register_script(LEASE)
         self._release = writer.client.register_script(RELEASE_LEASE)
-        #: Times this instance took the lease with a new epoch, and lost one it held (this process
-        #: only: a sum over replicas is the swarm's lease churn).
-        self.taken = 0
-        self.lost = 0
+        #: Times the lease was taken with a new epoch, and lost while held (this process only: a sum
+        #: over replicas is the swarm's lease churn); shared with earlier instances when given.
+        self.churn = churn if churn is not None else LeaseChurn()
         #: Set by :meth:`retire`: this instance never takes the lease again.
         self.retired = False
 
@@ -46,7 +68,7 @@ class Lease:
         state = answer["state"]
         if state == "held":
             if self.w.epoch:
-                self.lost += 1
+                self.churn.lose()
                 log.warning(
                     "recovery of swarm %s: %s lost the lease to %s (epoch %s); it changes nothing now",
                     self.w.keys.label,
@@ -57,7 +79,7 @@ class Lease:
             self.w.epoch = 0
             return False
         if state == "acquired":
-            self.taken += 1
+            self.churn.took()
             log.info(
                 "recovery of swarm %s: %s took the lease at epoch %s",
                 self.w.keys.label,

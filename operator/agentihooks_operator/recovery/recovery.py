@@ -24,7 +24,7 @@ from .errors import LeaseLost, RecoveryRefused
 from .fanout import InFlight
 from .keys import SwarmKeys
 from .launcher import FaultInjector, ReplacementLauncher, no_faults
-from .lease import Lease
+from .lease import Lease, LeaseChurn
 from .models import (
     AttemptObservation,
     Choice,
@@ -67,6 +67,7 @@ class Recovery:
         faults: FaultInjector | None = None,
         brokers: BrokerSource | None = None,
         namespace: str | None = None,
+        churn: LeaseChurn | None = None,
     ) -> None:
         if not holder or len(holder) > 200:
             raise ValueError("holder must name this controller (1-200 characters)")
@@ -74,7 +75,7 @@ class Recovery:
         #: without it, the name-only layout of earlier releases (kept for ``migrate-keys`` and tests).
         self.keys = SwarmKeys(prefix, swarm, namespace)
         self._w = Writer(client, self.keys, holder, clock)
-        self._lease = Lease(self._w, lease_ms)
+        self._lease = Lease(self._w, lease_ms, churn)
         self._ctx = Ctx(self._w, catalog, launcher, faults or no_faults, clock)
         if brokers is not None:
             self._ctx.brokers = brokers
@@ -88,8 +89,9 @@ class Recovery:
         return self._lease.acquire()
 
     def lease_churn(self) -> tuple[int, int]:
-        """(taken, lost): how often this instance took the swarm's lease with a new epoch, and lost it."""
-        return self._lease.taken, self._lease.lost
+        """(taken, lost): how often the swarm's lease was taken with a new epoch, and lost, by this
+        instance and by the earlier ones that shared its ``churn``."""
+        return self._lease.churn.taken, self._lease.churn.lost
 
     def release(self) -> bool:
         """Give the lease up on a clean shutdown."""

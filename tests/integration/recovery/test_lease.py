@@ -9,6 +9,7 @@ import time
 import pytest
 from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_operator.recovery import LeaseLost
+from agentihooks_operator.recovery.lease import LeaseChurn
 from testsupport.recovery import dump_keys, observe, swarm_spec
 
 
@@ -52,6 +53,24 @@ def test_takeover_after_expiry_increments_the_epoch(make, client) -> None:  # ty
     wait_until_gone(client, a.keys.control_owner)
     assert b.acquire() and b.epoch == 2
     assert a.acquire() is False
+
+
+def test_lease_churn_is_counted_across_rebuilt_instances(make, client) -> None:  # type: ignore[no-untyped-def]
+    """The operator builds a new Recovery when a Swarm's daemon restarts; given the same churn, the
+    takeover and loss counts go on from the earlier instance's (they restarted at 0, hiding churn)."""
+    churn = LeaseChurn()
+    first = make("ctl-a", churn=churn)
+    assert first.acquire() and first.acquire()  # a renewal is not a takeover
+    assert first.lease_churn() == (1, 0)
+    rebuilt = make("ctl-a", churn=churn)  # same identity, a new pass: a new epoch
+    assert rebuilt.acquire() and rebuilt.epoch == 2
+    assert rebuilt.lease_churn() == (2, 0) == first.lease_churn()
+    wait_until_gone(client, rebuilt.keys.control_owner)
+    other = make("ctl-b")
+    assert other.acquire() and other.lease_churn() == (1, 0)  # its own count, not ctl-a's
+    assert rebuilt.acquire() is False
+    assert rebuilt.lease_churn() == (2, 1)
+    assert make("ctl-a").lease_churn() == (0, 0)  # without a shared churn, a count of its own
 
 
 def test_restarted_holder_takes_over_with_a_new_epoch(make) -> None:  # type: ignore[no-untyped-def]
