@@ -210,6 +210,12 @@ class PodTemplate(_Model):
         return value
 
 
+def _keyed_by(key: str) -> dict[str, Any]:
+    """A list the API server itself keeps unique by ``key`` (a map-type list): a Swarm naming the same
+    seat or master twice is refused at admission (``Duplicate value``), not only by the operator."""
+    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key]}
+
+
 class SwarmSpec(_Model):
     """A swarm of agent seats whose worker Pods the operator launches and recovers: exactly one
     replacement per failed attempt, restored from a verified checkpoint where one exists."""
@@ -219,9 +225,9 @@ class SwarmSpec(_Model):
     to workers of the image tag it was captured under)."""
     harness: HarnessSpec
     """The agent harness the seats run."""
-    seats: list[SeatSpec] = Field(min_length=1)
+    seats: list[SeatSpec] = Field(min_length=1, json_schema_extra=_keyed_by("name"))
     """The seats (at least one, names unique)."""
-    masters: list[MasterSpec] = Field(default_factory=list)
+    masters: list[MasterSpec] = Field(default_factory=list, json_schema_extra=_keyed_by("agent"))
     """Master agents that may post restore decisions (agents unique)."""
     recovery: RecoverySpec = Field(default_factory=RecoverySpec)
     """How failed attempts are recovered."""

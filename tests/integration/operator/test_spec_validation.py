@@ -32,6 +32,48 @@ async def test_the_api_server_refuses_a_spec_the_schema_rules_out(cluster: Clust
     assert await cluster.get(f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/x") is None
 
 
+async def test_the_api_server_refuses_a_seat_or_master_named_twice(cluster: Cluster) -> None:
+    """Seats are keyed by name and masters by agent (map-type lists): a duplicate is refused at create
+    and at update, naming the list and the value, and the stored Swarm is unchanged."""
+    base = f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms"
+    master = {"agent": "lead", "credentialSecret": "lead-token"}
+
+    def body(name: str, spec: dict[str, object]) -> dict[str, object]:
+        return {
+            "apiVersion": "agentihooks.io/v1alpha1",
+            "kind": "Swarm",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    twice = swarm_spec(2)
+    twice["seats"][1]["name"] = "eng-1"
+    masters = {**swarm_spec(), "masters": [master, {**master, "credentialSecret": "other"}]}
+    for name, spec, field in (
+        ("dup-seat", twice, "spec.seats[1]"),
+        ("dup-master", masters, "spec.masters[1]"),
+    ):
+        r = await cluster.http.post(base, json=body(name, spec))
+        assert r.status_code == 422, r.text
+        causes = r.json()["details"]["causes"]
+        assert any(c.get("field") == field and c.get("reason") == "FieldValueDuplicate" for c in causes), (
+            causes
+        )
+        assert await cluster.get(f"{base}/{name}") is None
+
+    good = swarm_spec(2)
+    assert (await cluster.http.post(base, json=body("unique", good))).status_code == 201
+    stored = await cluster.get(f"{base}/unique")
+    r = await cluster.http.patch(
+        f"{base}/unique",
+        json={"spec": {"seats": [*good["seats"], {**good["seats"][0], "task": {"id": "t-9", "text": "x"}}]}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert r.status_code == 422 and "Duplicate value" in r.text, r.text
+    after = await cluster.get(f"{base}/unique")
+    assert after is not None and stored is not None and after["spec"] == stored["spec"]
+
+
 async def test_the_api_server_refuses_a_swarm_name_too_long_for_its_pod_label(cluster: Cluster) -> None:
     """``controller-owner=agentihooks-swarm-<name>`` must fit a label value: 45 characters pass, 46 do not."""
     base = f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms"
