@@ -87,6 +87,10 @@ STATUS_SCHEMA: dict[str, Any] = {
                         "type": "string",
                         "description": "When the condition last changed status (RFC 3339).",
                     },
+                    "observedGeneration": {
+                        "type": "integer",
+                        "description": "The `metadata.generation` the condition was computed for.",
+                    },
                 },
             },
         },

@@ -159,16 +159,20 @@ def _condition(valid: bool, message: str) -> dict[str, Any]:
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
-async def validate(*, spec: Any, status: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
+async def validate(
+    *, spec: Any, status: Any, meta: Any, name: str, namespace: str | None, memo: Any, **_: Any
+) -> None:
     kube: KubeClient = memo["kube"]
     namespace = namespace or "default"
+    generation = (meta or {}).get("generation")
     try:
         parsed = parse_spec(spec)
     except InvalidSwarm as e:
-        await _report(kube, namespace, name, status, [_condition(False, str(e))])
+        await _report(kube, namespace, name, status, [_condition(False, str(e))], generation=generation)
         raise kopf.PermanentError(str(e)) from e
     unheld = probe_refusal(parsed, namespace, name)
-    await _report(kube, namespace, name, status, [_condition(True, "the spec is valid"), _volume(unheld)])
+    conds = [_condition(True, "the spec is valid"), _volume(unheld)]
+    await _report(kube, namespace, name, status, conds, generation=generation)
     if unheld is not None:
         log.warning("swarm %s/%s: %s", namespace, name, unheld)
 
@@ -185,21 +189,40 @@ def _volume(refusal: str | None) -> dict[str, Any]:
 
 
 async def _report(
-    kube: KubeClient, namespace: str, name: str, status: Any, conds: list[dict[str, Any]]
+    kube: KubeClient,
+    namespace: str,
+    name: str,
+    status: Any,
+    conds: list[dict[str, Any]],
+    *,
+    generation: Any = None,
 ) -> None:
-    """Write these conditions unless they already say the same (replicas agree, one write); the
-    others the status holds are kept (a merge patch replaces the whole list)."""
+    """Write these conditions unless they already say the same for this generation (replicas agree,
+    one write); the others the status holds are kept (a merge patch replaces the whole list). Each
+    carries the ``observedGeneration`` it was computed for, as the standard condition shape does."""
     held = {c.get("type"): c for c in (status or {}).get("conditions") or []}
+    if isinstance(generation, int):
+        conds = [{**c, "observedGeneration": generation} for c in conds]
 
     def same(cond: dict[str, Any]) -> bool:
         old = held.get(cond["type"]) or {}
-        return (old.get("status"), old.get("message")) == (cond["status"], cond["message"])
+        keys = ("status", "message", "observedGeneration")
+        return all(old.get(k) == cond.get(k) for k in keys)
 
     if all(same(c) for c in conds):
         return
+
+    def written(cond: dict[str, Any]) -> dict[str, Any]:
+        old = held.get(cond["type"]) or {}
+        if same(cond):
+            return old
+        if old.get("status") == cond["status"] and old.get("lastTransitionTime"):
+            return {**cond, "lastTransitionTime": old["lastTransitionTime"]}  # no transition
+        return cond
+
     mine = {c["type"] for c in conds}
     keep = [c for t, c in held.items() if t not in mine]
-    body = {"status": {"conditions": keep + [c if not same(c) else held[c["type"]] for c in conds]}}
+    body = {"status": {"conditions": keep + [written(c) for c in conds]}}
     try:
         await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
     except ApiError as e:
@@ -408,6 +431,9 @@ async def _loop(
     runner: SwarmPass | None = None
     stopping = _stopping_flag(memo)
     while not stopped and not stopping():
+        # Read before the spec: a Swarm updated in between is then observed at the older generation,
+        # never claimed at a newer one than the spec the pass used.
+        generation = (body.get("metadata") or {}).get("generation")
         try:
             spec = parse_spec(body.get("spec"))
         except InvalidSwarm:
@@ -422,7 +448,9 @@ async def _loop(
         # full resync and hiding the churn from the takeover counter); the next pass lists in full.
         delay: float | None = None
         try:
-            result = await asyncio.to_thread(runner.run, spec)
+            result = await asyncio.to_thread(
+                runner.run, spec, generation if isinstance(generation, int) else None
+            )
         except LeaseLost:
             result = None
         except AccessDenied as e:  # RBAC refused a call: say which, on the Swarm too; retry later

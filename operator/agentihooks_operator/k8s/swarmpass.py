@@ -104,6 +104,8 @@ class SwarmPass(PassReads):
         self.redis = redis_client
         self.keys = keys
         self._init_reads(redis_client, keys, node_lost_after_s, pod_cache)
+        #: The ``metadata.generation`` the current pass's spec was read at (``status.observedGeneration``).
+        self._generation: int | None = None
         #: The handoff cards last built, what they were built from, and when they must be rebuilt anyway.
         self._cards: list[dict[str, Any]] = []
         self._cards_from: tuple[int, str | None] | None = None
@@ -156,9 +158,11 @@ class SwarmPass(PassReads):
         if self.recovery.epoch and self.recovery.release():
             log.info("swarm %s/%s: lease handed over (placement)", self.owner.namespace, self.owner.name)
 
-    def run(self, spec: SwarmSpec) -> PassResult:
+    def run(self, spec: SwarmSpec, generation: int | None = None) -> PassResult:
         """One pass; calls RBAC refused (403), in a step or in the pass itself, end it as
-        :class:`AccessDenied` naming each refused verb, resource and namespace."""
+        :class:`AccessDenied` naming each refused verb, resource and namespace. ``generation`` is the
+        Swarm's ``metadata.generation`` read no later than ``spec``: the status says it observed it."""
+        self._generation = generation
         self._take_refusals()  # any left by a pass that ended early belong to that pass
         self._idle.clear()
         try:
@@ -362,6 +366,8 @@ class SwarmPass(PassReads):
             "foreignPods": foreign,
             "handoffs": cards,
         }
+        if self._generation is not None:
+            status["observedGeneration"] = self._generation
         if status != self._last_status:
             self.kube.patch(SWARMS, self.owner.namespace, self.owner.name, {"status": status}, sub="status")
             self._last_status = status

@@ -105,8 +105,7 @@ async def test_the_api_server_refuses_a_swarm_name_too_long_for_its_pod_label(cl
 
 
 async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster, redis_url: str) -> None:
-    bad = swarm_spec(seats=2)
-    bad["seats"][1]["name"] = bad["seats"][0]["name"]  # the schema cannot say "unique"; the operator can
+    bad = _operator_only_invalid()
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("broken", bad)
 
@@ -116,15 +115,15 @@ async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster
 
         cond = await eventually(condition, what="SpecValid condition")
         assert cond["status"] == "False"
-        assert "seat names must be unique" in cond["message"]
+        assert "checkpointStore.claim needs checkpointStore.root" in cond["message"]
+        assert cond["observedGeneration"] == (await cluster.swarm("broken"))["metadata"]["generation"]
         await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
         assert await cluster.pods() == []
         assert cluster.count("create", "pods") == 0
 
 
 async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str) -> None:
-    bad = swarm_spec(seats=2)
-    bad["seats"][1]["name"] = bad["seats"][0]["name"]
+    bad = _operator_only_invalid()
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("later", bad)
 
@@ -135,13 +134,27 @@ async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str
         await eventually(lambda: valid("False"), what="SpecValid False")
         r = await cluster.http.patch(
             f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/later",
-            json={"spec": {"seats": bad["seats"][:1]}},
+            json={"spec": {"checkpointStore": None}},
             headers={"Content-Type": "application/merge-patch+json"},
         )
         r.raise_for_status()
         await eventually(lambda: valid("True"), what="SpecValid True after the fix")
         pods = await eventually(lambda: cluster.pods("later"), what="first Pod after the fix")
         assert len(pods) == 1
+
+        # Both the condition and the pass's status name the generation they were computed for (2: the
+        # fix); the condition kept no stale generation from the invalid spec.
+        async def observed() -> bool:
+            swarm = await cluster.swarm("later")
+            status, generation = swarm.get("status") or {}, swarm["metadata"]["generation"]
+            conds = {c["type"]: c for c in status.get("conditions") or []}
+            return (
+                generation == 2
+                and status.get("observedGeneration") == generation
+                and conds["SpecValid"].get("observedGeneration") == generation
+            )
+
+        await eventually(observed, what="observedGeneration of the fixed spec")
 
 
 async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
@@ -188,3 +201,10 @@ async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
         assert volumes["checkpoints"]["persistentVolumeClaim"] == {"claimName": "rooted-checkpoints"}
         [container] = pod["spec"]["containers"]
         assert {"name": "checkpoints", "mountPath": "/checkpoints"} in container["volumeMounts"]
+
+
+def _operator_only_invalid() -> dict[str, object]:
+    """A spec the CRD schema admits and the operator refuses: a claim with no root to mount it at."""
+    bad = swarm_spec()
+    bad["checkpointStore"] = {"claim": "checkpoints"}
+    return bad
