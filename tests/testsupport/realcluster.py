@@ -174,13 +174,7 @@ class RealCluster:
         self, name: str, spec: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
         ns = namespace or self.namespace
-        body = {
-            "apiVersion": "agentihooks.io/v1alpha1",
-            "kind": "Swarm",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": spec,
-        }
-        r = await self.http.post(SWARMS.format(ns=ns), json=body)
+        r = await self.http.post(SWARMS.format(ns=ns), json=swarm_body(name, spec, ns))
         if r.status_code >= 400:
             raise AssertionError(f"Swarm {name} refused: {r.status_code} {r.text}")
         return dict(r.json())
@@ -211,3 +205,9 @@ class RealCluster:
 
     async def events(self, namespace: str | None = None) -> list[dict[str, Any]]:
         return await self.items("events", namespace)
+
+
+def swarm_body(name: str, spec: Any, namespace: str | None = None) -> dict[str, Any]:
+    """A Swarm object as a client posts it (``namespace`` left to the URL when not given)."""
+    meta: dict[str, Any] = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": meta, "spec": spec}

@@ -21,6 +21,7 @@ from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.realcluster import swarm_body
 
 from .conftest import swarm_spec
 from .flows import eid, fenced, pod_deleted, running_seat
@@ -222,15 +223,6 @@ async def test_a_templated_worker_pod_is_admitted_under_restricted_and_keeps_the
     assert cluster.count("create", "pods") == 1
 
 
-def _body(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "agentihooks.io/v1alpha1",
-        "kind": "Swarm",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 @pytest.mark.parametrize(
     ("template", "message"),
     [
@@ -288,7 +280,7 @@ async def test_the_crd_refuses_a_template_that_overrides_the_operator(
     cluster: Cluster, template: dict[str, Any], message: str
 ) -> None:
     r = await cluster.http.post(
-        SWARMS.format(ns=cluster.namespace), json=_body("bad", _with(podTemplate=template))
+        SWARMS.format(ns=cluster.namespace), json=swarm_body("bad", _with(podTemplate=template))
     )
     assert r.status_code == 422, r.text
     assert message in r.json()["message"]
@@ -301,13 +293,15 @@ async def test_a_misspelt_template_field_is_refused_by_the_api_server(cluster: C
         podTemplate={"spec": {"nodeSelectr": {"a": "b"}, "container": {"resources": {"limitz": {}}}}}
     )
     path = SWARMS.format(ns=cluster.namespace)
-    strict = await cluster.http.post(path, params={"fieldValidation": "Strict"}, json=_body("typo", typo))
+    strict = await cluster.http.post(
+        path, params={"fieldValidation": "Strict"}, json=swarm_body("typo", typo)
+    )
     assert strict.status_code == 400, strict.text
     message = strict.json()["message"]
     assert 'unknown field "spec.podTemplate.spec.nodeSelectr"' in message
     assert 'unknown field "spec.podTemplate.spec.container.resources.limitz"' in message
     wrong = _with(podTemplate={"spec": {"priorityClassName": 7, "container": {"env": [{"value": "x"}]}}})
-    r = await cluster.http.post(path, json=_body("wrong", wrong))
+    r = await cluster.http.post(path, json=swarm_body("wrong", wrong))
     assert r.status_code == 422, r.text
     fields = {c["field"] for c in r.json()["details"]["causes"]} - {"<nil>"}  # "<nil>": rules not run yet
     assert fields == {
@@ -315,7 +309,7 @@ async def test_a_misspelt_template_field_is_refused_by_the_api_server(cluster: C
         "spec.podTemplate.spec.container.env[0].name",
     }
     # A client without strict validation is told, and the field is dropped (never applied).
-    lax = await cluster.http.post(path, json=_body("lax", typo))
+    lax = await cluster.http.post(path, json=swarm_body("lax", typo))
     assert lax.status_code == 201, lax.text
     assert 'unknown field \\"spec.podTemplate.spec.nodeSelectr\\"' in lax.headers["warning"]
     assert "nodeSelectr" not in str(lax.json()["spec"])

@@ -8,6 +8,7 @@ import asyncio
 
 from testsupport.kube import eventually, running_operator
 from testsupport.realcluster import RealCluster as Cluster
+from testsupport.realcluster import swarm_body
 
 from .conftest import swarm_spec
 
@@ -38,14 +39,6 @@ async def test_the_api_server_refuses_a_seat_or_master_named_twice(cluster: Clus
     base = f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms"
     master = {"agent": "lead", "credentialSecret": "lead-token"}
 
-    def body(name: str, spec: dict[str, object]) -> dict[str, object]:
-        return {
-            "apiVersion": "agentihooks.io/v1alpha1",
-            "kind": "Swarm",
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-
     twice = swarm_spec(2)
     twice["seats"][1]["name"] = "eng-1"
     masters = {**swarm_spec(), "masters": [master, {**master, "credentialSecret": "other"}]}
@@ -53,7 +46,7 @@ async def test_the_api_server_refuses_a_seat_or_master_named_twice(cluster: Clus
         ("dup-seat", twice, "spec.seats[1]"),
         ("dup-master", masters, "spec.masters[1]"),
     ):
-        r = await cluster.http.post(base, json=body(name, spec))
+        r = await cluster.http.post(base, json=swarm_body(name, spec))
         assert r.status_code == 422, r.text
         causes = r.json()["details"]["causes"]
         assert any(c.get("field") == field and c.get("reason") == "FieldValueDuplicate" for c in causes), (
@@ -62,7 +55,7 @@ async def test_the_api_server_refuses_a_seat_or_master_named_twice(cluster: Clus
         assert await cluster.get(f"{base}/{name}") is None
 
     good = swarm_spec(2)
-    assert (await cluster.http.post(base, json=body("unique", good))).status_code == 201
+    assert (await cluster.http.post(base, json=swarm_body("unique", good))).status_code == 201
     stored = await cluster.get(f"{base}/unique")
     r = await cluster.http.patch(
         f"{base}/unique",
