@@ -33,6 +33,20 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Recovering", "type": "integer", "jsonPath": ".status.recovering"},
     {"name": "Awaiting Decision", "type": "integer", "jsonPath": ".status.awaitingDecision"},
     {"name": "Paused", "type": "boolean", "jsonPath": ".status.paused"},
+    # cert-manager's shape: Ready at a glance, its reason and message under ``-o wide``.
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {
+        "name": "Reason",
+        "type": "string",
+        "priority": 1,
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+    },
+    {
+        "name": "Status",
+        "type": "string",
+        "priority": 1,
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].message',
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
@@ -70,7 +84,11 @@ STATUS_SCHEMA: dict[str, Any] = {
         },
         "conditions": {
             "type": "array",
-            "description": "Standard conditions (`SpecValid`: the spec was accepted by the operator).",
+            "description": "Standard conditions, one per type: `Ready` (the Swarm is looked after: its spec "
+            "is valid, Redis answers, no launch is blocked, RBAC allows the calls and a replica holds its "
+            "lease), `Stalled` (True while the spec is invalid), `SpecValid` and `CheckpointVolume`.",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
             "items": {
                 "type": "object",
                 "required": ["type", "status"],

@@ -5,9 +5,13 @@
 * every Swarm gets a daemon that runs a pass at once when one of its Pods
   changes (triggers coalesce: many events before the pass starts make one
   pass) and at least every ``passIntervalSeconds``;
-* an invalid spec becomes a ``SpecValid=False`` condition and a
-  ``kopf.PermanentError``; Redis and API failures become
+* an invalid spec becomes ``SpecValid=False``, ``Ready=False`` and
+  ``Stalled=True`` conditions, one ``InvalidSpec`` Warning Event and a
+  ``kopf.PermanentError`` (:mod:`.specstatus`); Redis and API failures become
   a warning and a retry by the same pass object after a delay (it keeps its lease and epoch);
+* ``Ready`` follows each pass (:mod:`.conditions`): written only when what it
+  says changes, False while Redis is unreachable, RBAC refuses a call, a launch
+  is blocked, or nobody has held the lease for over its TTL;
 * a call the operator's RBAC refused (``AccessDenied``) is logged by kopf and
   posted once as a ``Forbidden`` Warning Event on the Swarm, naming the verb,
   resource and namespace, and the pass is retried after at least a pass
@@ -25,7 +29,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -43,7 +46,7 @@ from ..recovery.identity import SwarmId
 from ..recovery.keys import SwarmKeys
 from ..recovery.lease import LeaseChurn
 from ..swarm import SwarmSpec
-from . import podcache
+from . import conditions, podcache, specstatus
 from .client import KubeClient, follow_kubeconfig_env
 from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
@@ -53,9 +56,8 @@ from .leftovers import RedisLeftovers
 from .pipeline import Lane, Pipeline
 from .placement import Placement, Timing
 from .pods import DOMAIN, Owner
-from .rootvolume import CONDITION as ROOT_CONDITION
 from .rootvolume import probe_refusal
-from .swarmpass import SWARMS, SwarmPass
+from .swarmpass import SwarmPass
 
 log = logging.getLogger(__name__)
 SWARM_LABEL = f"{DOMAIN}/swarm"
@@ -146,87 +148,63 @@ def cleanup(memo: kopf.Memo, **_: Any) -> None:
             client.close()
 
 
-def _condition(valid: bool, message: str) -> dict[str, Any]:
-    return {
-        "type": "SpecValid",
-        "status": "True" if valid else "False",
-        "reason": "Valid" if valid else "InvalidSpec",
-        "message": message,
-        "lastTransitionTime": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-
-
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
-async def validate(
-    *, spec: Any, status: Any, meta: Any, name: str, namespace: str | None, memo: Any, **_: Any
-) -> None:
+async def validate(*, spec: Any, meta: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
     kube: KubeClient = memo["kube"]
     namespace = namespace or "default"
     generation = (meta or {}).get("generation")
+    generation = generation if isinstance(generation, int) else None
     try:
         parsed = parse_spec(spec)
     except InvalidSwarm as e:
-        await _report(kube, namespace, name, status, [_condition(False, str(e))], generation=generation)
-        raise kopf.PermanentError(str(e)) from e
+        await _put(kube, namespace, name, specstatus.invalid(str(e)), generation=generation, observed=True)
+        await asyncio.to_thread(
+            functools.partial(specstatus.post_invalid, memo, kube, namespace, name, meta=meta, message=str(e))
+        )
+        raise kopf.PermanentError(f"swarm {namespace}/{name}: {e}") from e
     unheld = probe_refusal(parsed, namespace, name)
-    conds = [_condition(True, "the spec is valid"), _volume(unheld)]
-    await _report(kube, namespace, name, status, conds, generation=generation)
+    # Ready=Unknown only where no pass has said anything yet, or over the invalid spec now fixed.
+    await _put(
+        kube,
+        namespace,
+        name,
+        specstatus.valid(unheld, generation),
+        generation=generation,
+        only_over={conditions.READY: {specstatus.INVALID}},
+    )
     if unheld is not None:
         log.warning("swarm %s/%s: %s", namespace, name, unheld)
 
 
-def _volume(refusal: str | None) -> dict[str, Any]:
-    """The ``CheckpointVolume`` condition: whether the worker Pods can hold the checkpoint root."""
-    return {
-        "type": ROOT_CONDITION,
-        "status": "False" if refusal else "True",
-        "reason": "NoLastingVolume" if refusal else "Held",
-        "message": refusal or "the checkpoint store outlives the worker Pods",
-        "lastTransitionTime": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-
-
-async def _report(
+async def _put(
     kube: KubeClient,
     namespace: str,
     name: str,
-    status: Any,
-    conds: list[dict[str, Any]],
+    verdicts: list[conditions.Verdict],
     *,
-    generation: Any = None,
+    generation: int | None,
+    only_over: Mapping[str, set[str] | None] | None = None,
+    observed: bool = False,
 ) -> None:
-    """Write these conditions unless they already say the same for this generation (replicas agree,
-    one write); the others the status holds are kept (a merge patch replaces the whole list). Each
-    carries the ``observedGeneration`` it was computed for, as the standard condition shape does."""
-    held = {c.get("type"): c for c in (status or {}).get("conditions") or []}
-    if isinstance(generation, int):
-        conds = [{**c, "observedGeneration": generation} for c in conds]
-
-    def same(cond: dict[str, Any]) -> bool:
-        old = held.get(cond["type"]) or {}
-        keys = ("status", "message", "observedGeneration")
-        return all(old.get(k) == cond.get(k) for k in keys)
-
-    if all(same(c) for c in conds):
-        return
-
-    def written(cond: dict[str, Any]) -> dict[str, Any]:
-        old = held.get(cond["type"]) or {}
-        if same(cond):
-            return old
-        if old.get("status") == cond["status"] and old.get("lastTransitionTime"):
-            return {**cond, "lastTransitionTime": old["lastTransitionTime"]}  # no transition
-        return cond
-
-    mine = {c["type"] for c in conds}
-    keep = [c for t, c in held.items() if t not in mine]
-    body = {"status": {"conditions": keep + [written(c) for c in conds]}}
     try:
-        await asyncio.to_thread(kube.patch, SWARMS, namespace, name, body, sub="status")
+        await asyncio.to_thread(
+            functools.partial(
+                conditions.put,
+                kube,
+                namespace,
+                name,
+                verdicts,
+                generation=generation,
+                only_over=only_over,
+                observed=observed,
+            )
+        )
     except ApiError as e:
-        raise kopf.TemporaryError(f"could not report the spec condition: {e}", delay=2) from e
+        raise kopf.TemporaryError(
+            f"could not report the conditions of {namespace}/{name}: {e}", delay=2
+        ) from e
 
 
 @kopf.on.event("pods", labels={SWARM_LABEL: kopf.PRESENT})
@@ -456,8 +434,14 @@ async def _loop(
         except AccessDenied as e:  # RBAC refused a call: say which, on the Swarm too; retry later
             _post_refusal(memo, key, body, str(e))
             log.warning("recovery pass of %s/%s failed: %s", namespace, name, e)
+            await _say_ready(memo, key, body, conditions.ready(False, "Forbidden", str(e)), generation)
             delay = max(config.retry_delay_seconds, spec.recovery.pass_interval_seconds)
-        except (redis.RedisError, ApiError, RecoveryError) as e:
+        except redis.RedisError as e:
+            log.warning("recovery pass of %s/%s failed: %s", namespace, name, e)
+            down = conditions.ready(False, "RedisUnavailable", f"Redis cannot be reached: {e}")
+            await _say_ready(memo, key, body, down, generation)
+            delay = config.retry_delay_seconds
+        except (ApiError, RecoveryError) as e:
             log.warning("recovery pass of %s/%s failed: %s", namespace, name, e)
             delay = config.retry_delay_seconds
         except Exception:  # a bug must not park the swarm for kopf's default minute
@@ -471,7 +455,25 @@ async def _loop(
             instruments.of(memo).observe_pass(SwarmId(namespace, name), runner.last_pass_seconds)
         memo["results"][key] = result
         memo.setdefault("refusals", {}).pop(key, None)
+        if result is not None and result.ready is not None:
+            await _say_ready(memo, key, body, result.ready, generation)
         await _until_next_pass(runner, spec, trigger, stopped, stopping)
+
+
+async def _say_ready(
+    memo: Any, key: tuple[str, str], body: Any, verdict: conditions.Verdict, generation: Any
+) -> None:
+    """Write ``Ready`` when the live Swarm does not say it yet (one write per change, not per pass)."""
+    generation = generation if isinstance(generation, int) else None
+    if conditions.same(conditions.held_in(body).get(conditions.READY), verdict, generation):
+        return
+    namespace, name = key
+    try:
+        await asyncio.to_thread(
+            conditions.put, memo["kube"], namespace, name, [verdict], generation=generation
+        )
+    except ApiError as e:  # the next pass tries again
+        log.warning("could not write the Ready condition of %s/%s: %s", namespace, name, e)
 
 
 def _join_pipeline(

@@ -36,6 +36,7 @@ from ..recovery.models import AttemptObservation
 from ..recovery.records import AttemptRecord
 from ..swarm import SwarmSpec
 from .client import KubeClient, describe_refusal
+from .conditions import Verdict, of_pass, ready
 from .crd import API_VERSION, PLURAL
 from .errors import AccessDenied, ApiError
 from .events import Notice, events_for, notice_of_held, notice_of_telemetry
@@ -59,6 +60,8 @@ class PassResult:
     observations: list[AttemptObservation] = field(default_factory=list)
     report: PassReport | None = None
     status: dict[str, Any] = field(default_factory=dict)
+    #: The ``Ready`` condition this pass found (``None``: this replica has nothing to say about it).
+    ready: Verdict | None = None
 
 
 class SwarmPass(PassReads):
@@ -95,6 +98,9 @@ class SwarmPass(PassReads):
         #: How often an idle holder renews its lease between passes (a third of the TTL).
         self.renew_every_s = self._renew_after_s
         self._renewed_at = 0.0
+        self._lease_ms = lease_ms
+        #: Since when (monotonic) this non-holder has seen nobody hold the lease (``None``: held).
+        self._unheld_since: float | None = None
         self.recovery = recovery
         self.kube = kube
         self.owner = owner
@@ -190,10 +196,12 @@ class SwarmPass(PassReads):
             return PassResult(leader=False)
         if not self._placed(bool(self.recovery.epoch)):
             self._hand_over()
-            return PassResult(leader=False)
-        if not self.recovery.acquire():
+            return PassResult(leader=False, ready=self._unheld())
+        if not self.recovery.acquire():  # refused: another replica holds it
+            self._unheld_since = None
             return PassResult(leader=False)
         self._renewed_at = time.monotonic()
+        self._unheld_since = None
         if self._seen_events is None:  # entries older than this process were published before
             self._seen_events = {e.id for e in self.recovery.events(TELEMETRY_WINDOW)}
         self.recovery.ensure_seats(spec)
@@ -246,6 +254,8 @@ class SwarmPass(PassReads):
         self._publish_events(report)
         self._report_foreign(foreign)
         status = self._publish_status(spec, report, foreign=len(foreign), full=view.full)
+        blocked = [(c["seat"], c["launch_blocked"]) for c in self._cards if c.get("launch_blocked")]
+        verdict = of_pass(blocked, paused=report.paused)
         if self._cleanup is not None:  # after the launches: off the failover's critical path
             self._cleanup()
         self.last_pass_seconds = time.perf_counter() - t0
@@ -260,7 +270,26 @@ class SwarmPass(PassReads):
             len(report.launches),
             (time.perf_counter() - t3) * 1e3,
         )
-        return PassResult(leader=True, observations=observations, report=report, status=status)
+        return PassResult(leader=True, observations=observations, report=report, status=status, ready=verdict)
+
+    def _unheld(self) -> Verdict | None:
+        """``Ready=False`` once nobody has held the lease for longer than its TTL (the placement's
+        replica is gone and none took over), as this non-holder sees it; ``None`` while it is held."""
+        if self.recovery.lease_holder() is not None:
+            self._unheld_since = None
+            return None
+        now = time.monotonic()
+        if self._unheld_since is None:
+            self._unheld_since = now
+        waited = now - self._unheld_since
+        if waited * 1000 <= self._lease_ms:
+            return None
+        return ready(
+            False,
+            "LeaseUnheld",
+            f"no operator replica has held the lease of {self.owner.namespace}/{self.owner.name} "
+            f"for over {self._lease_ms / 1000:g} s",
+        )
 
     # -- publishing ----------------------------------------------------------------------------
     def close(self) -> None:

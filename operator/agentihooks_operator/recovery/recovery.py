@@ -97,6 +97,11 @@ class Recovery:
         """Give the lease up on a clean shutdown."""
         return self._lease.release()
 
+    def lease_holder(self) -> str | None:
+        """Who holds the swarm's lease now (``None``: nobody; it expired or was released)."""
+        owner = self._lease.owner()
+        return owner.owner if owner is not None else None
+
     def give_up(self) -> bool:
         """Release the lease and never take it again through this instance (the operator is
         stopping, or the Swarm is gone)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from testsupport.kstatus import status_of
 from testsupport.kube import eventually, running_operator
 from testsupport.realcluster import RealCluster as Cluster
 from testsupport.realcluster import swarm_body
@@ -109,7 +110,22 @@ async def test_invalid_spec_sets_condition_and_launches_nothing(cluster: Cluster
         cond = await eventually(condition, what="SpecValid condition")
         assert cond["status"] == "False"
         assert "checkpointStore.claim needs checkpointStore.root" in cond["message"]
-        assert cond["observedGeneration"] == (await cluster.swarm("broken"))["metadata"]["generation"]
+        swarm = await cluster.swarm("broken")
+        assert cond["observedGeneration"] == swarm["metadata"]["generation"]
+        held = {c["type"]: c for c in swarm["status"]["conditions"]}
+        assert (held["Ready"]["status"], held["Ready"]["reason"]) == ("False", "InvalidSpec")
+        assert (held["Stalled"]["status"], held["Stalled"]["reason"]) == ("True", "InvalidSpec")
+        assert status_of(swarm) == "Failed"  # what kstatus (Flux, Argo CD) reads: nothing will happen
+        assert await _ready_column(cluster, "broken") == ("False", "InvalidSpec")
+
+        async def event() -> list[dict]:
+            return [e for e in await cluster.events() if e["reason"] == "InvalidSpec"]
+
+        [posted] = await eventually(event, what="the InvalidSpec Event")
+        assert posted["type"] == "Warning" and posted["involvedObject"]["name"] == "broken"
+        assert posted["involvedObject"]["uid"] == swarm["metadata"]["uid"]
+        assert posted["message"].startswith(f"swarm {cluster.namespace}/broken: the spec is invalid: ")
+        assert "checkpointStore.claim needs checkpointStore.root" in posted["message"]
         await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
         assert await cluster.pods() == []
         assert cluster.count("create", "pods") == 0
@@ -149,6 +165,15 @@ async def test_fixing_the_spec_starts_the_swarm(cluster: Cluster, redis_url: str
 
         await eventually(observed, what="observedGeneration of the fixed spec")
 
+        async def current() -> bool:  # Stalled gone, Ready from the first pass of the fixed spec
+            return status_of(await cluster.swarm("later")) == "Current"
+
+        await eventually(current, what="kstatus Current once the spec is fixed")
+        held = {c["type"]: c for c in (await cluster.swarm("later"))["status"]["conditions"]}
+        assert held["Stalled"]["status"] == "False" and held["Ready"]["reason"] == "Reconciled"
+        assert held["Ready"]["observedGeneration"] == 2
+        assert await _ready_column(cluster, "later") == ("True", "Reconciled")
+
 
 async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
     cluster: Cluster, redis_url: str
@@ -179,6 +204,16 @@ async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
             return any(e["involvedObject"]["name"] == "rooted" and said in e["message"] for e in events)
 
         await eventually(blocked, what="the LaunchBlocked Event naming the root")
+
+        async def not_ready() -> dict | None:
+            ready = {c["type"]: c for c in (await cluster.swarm("rooted"))["status"]["conditions"]}.get(
+                "Ready"
+            )
+            return ready if ready and ready["reason"] == "LaunchBlocked" else None
+
+        ready = await eventually(not_ready, what="Ready False: the launch is blocked")
+        assert ready["status"] == "False" and "seat eng-1: " in ready["message"] and said in ready["message"]
+        assert status_of(await cluster.swarm("rooted")) == "InProgress"
         await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
         assert await cluster.pods("rooted") == []
         assert cluster.count("create", "pods") == 0
@@ -194,6 +229,19 @@ async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
         assert volumes["checkpoints"]["persistentVolumeClaim"] == {"claimName": "rooted-checkpoints"}
         [container] = pod["spec"]["containers"]
         assert {"name": "checkpoints", "mountPath": "/checkpoints"} in container["volumeMounts"]
+
+
+async def _ready_column(cluster: Cluster, name: str) -> tuple[str, str]:
+    """The Ready and Reason printer columns as ``kubectl get swarms -o wide`` shows them (the Table API)."""
+    r = await cluster.http.get(
+        f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/{name}",
+        headers={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
+    )
+    r.raise_for_status()
+    table = r.json()
+    names = [c["name"] for c in table["columnDefinitions"]]
+    [row] = table["rows"]
+    return row["cells"][names.index("Ready")], row["cells"][names.index("Reason")]
 
 
 def _operator_only_invalid() -> dict[str, object]:
