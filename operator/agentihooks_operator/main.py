@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentihooks-operator", description="Run the swarm recovery operator."
     )
+    from .cli.main import package_version
+
+    parser.add_argument("--version", action="version", version=f"agentihooks-operator {package_version()}")
     parser.add_argument("--standalone", action="store_true", help="no kopf peering")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(
@@ -12,8 +15,30 @@ app = typer.Typer(
 )
 
 
+#: The distribution the worker ships in (the same wheel as the operator and the CLI).
+DISTRIBUTION = "agentihooks-recovery"
+
+
+def package_version() -> str:
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"agentihooks-worker {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """agentihooks-worker: worker entrypoint."""
 
 

@@ -36,6 +36,7 @@ conflicts remain.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Annotated
 
@@ -47,6 +48,7 @@ from ..recovery.keys import SwarmKeys
 from ..redisconn import connect, parse
 from .client import EXIT_REFUSED, EXIT_UNREACHABLE, CliError
 from .migration import KeyMigration, LeaseHeld, Step
+from .output import Format, OutputOption, emit
 from .swarm import run
 
 app = typer.Typer(help="Administration of the recovery state in Redis.", no_args_is_help=True)
@@ -92,6 +94,7 @@ def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
     prefix: Annotated[
         str, typer.Option("--prefix", envvar="AGENTIHOOKS_SWARM_KEY_PREFIX", help="Root of every key.")
     ] = "agentihooks",
+    output: OutputOption = Format.text,
 ) -> None:
     """Move SWARM's keys from the original's <root>:swarm:<slug>:<part> and an earlier release's
     <root>:swarm:{<slug>}:<part> to <root>:swarm:{<namespace>/<slug>}:<part>."""
@@ -112,7 +115,8 @@ def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
         client, cluster = _connect(redis_url, redis_password)
         done: list[Step] = []
         try:
-            _migrate(KeyMigration(client, keys, cluster=cluster), keys.label, apply=apply, done=done)
+            migration = KeyMigration(client, keys, cluster=cluster)
+            _migrate(migration, keys.label, apply=apply, done=done, output=output)
         except LeaseHeld as e:
             changed = "Only the steps above were applied." if done else "Nothing was changed."
             raise CliError(
@@ -127,24 +131,36 @@ def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
     run(body)
 
 
-def _migrate(m: KeyMigration, swarm: str, *, apply: bool, done: list[Step]) -> None:
-    """Print the plan (dry run) or apply it step by step; ``done`` receives each applied step."""
+def _migrate(
+    m: KeyMigration, swarm: str, *, apply: bool, done: list[Step], output: Format = Format.text
+) -> None:
+    """Print the plan (dry run) or apply it step by step; ``done`` receives each applied step. With
+    ``-o json|yaml`` one document lists the steps planned or applied, also when a step stopped it."""
+    human = output in (Format.text, Format.wide)
     planned = m.plan()
     head = "migrating" if apply else "dry run (nothing is changed; --apply migrates)"
-    typer.echo(f"swarm {swarm}, root {m.keys.prefix}: {head}")
-    if not planned:
-        typer.echo("nothing to migrate: no key under an old name")
-        return
-    for step in m.apply() if apply else iter(planned):
-        typer.echo("  " + step.line(applied=apply))
-        done.append(step)
+    if human:
+        typer.echo(f"swarm {swarm}, root {m.keys.prefix}: {head}")
+        if not planned:
+            typer.echo("nothing to migrate: no key under an old name")
+    try:
+        for step in (m.apply() if apply else iter(planned)) if planned else iter(()):
+            if human:
+                typer.echo("  " + step.line(applied=apply))
+            done.append(step)
+    finally:
+        if not human:
+            steps = [dataclasses.asdict(s) for s in done]
+            doc = {"swarm": swarm, "root": m.keys.prefix, "applied": apply, "steps": steps}
+            emit(doc, output, lambda _: "")
     conflicts = [s for s in done if s.action == "conflict"]
     if conflicts:
         raise CliError(
             f"{len(conflicts)} conflict(s): both names hold different data; resolve by hand, run again",
             EXIT_REFUSED,
         )
-    typer.echo(f"{len(done)} step(s) {'applied' if apply else 'planned'}")
+    if human and planned:
+        typer.echo(f"{len(done)} step(s) {'applied' if apply else 'planned'}")
 
 
 def register(root: typer.Typer) -> None:

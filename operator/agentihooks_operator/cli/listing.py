@@ -9,14 +9,14 @@ status``).
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
 from . import render
 from .client import CliError
+from .output import Format, JsonFlag, OutputOption, chosen, emit
 from .swarm import _client, run
 
 LIST = "list"
@@ -61,7 +61,8 @@ def swarms_text(body: dict[str, Any]) -> str:
 
 def swarm_list(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the API's JSON document.")] = False,
+    output: OutputOption = Format.text,
+    as_json: JsonFlag = False,
 ) -> None:
     """The swarms you may see: all for the operator token, a master's own ones (agentihooks swarm list);
     with -n, those of that namespace."""
@@ -73,7 +74,7 @@ def swarm_list(
         wanted = (ctx.find_object(dict) or {}).get("namespace")  # -n given: that namespace only
         if wanted:
             b = {**b, "swarms": [s for s in b.get("swarms", []) if s.get("namespace") == wanted]}
-        typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else swarms_text(b))
+        emit(b, chosen(output, as_json), lambda _: swarms_text(b))
 
     run(body)
 

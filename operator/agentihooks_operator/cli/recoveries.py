@@ -10,7 +10,6 @@ STEP=applied|not_applied`` answers. A refusal prints its code and, for the
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Annotated, Any
@@ -18,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .client import EXIT_REFUSED, CliError
+from .output import Format, JsonFlag, OutputOption, chosen, emit
 from .swarm import _client, _swarm_path, run
 
 _CALL = re.compile(r"^rc-[0-9a-f]{16}$")
@@ -55,35 +55,36 @@ def _refusal(body: dict[str, Any]) -> CliError:
     return CliError("\n".join(lines), EXIT_REFUSED)
 
 
-def recoveries(
-    ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
-) -> None:
+def _held_text(b: dict[str, Any]) -> str:
+    rows = b.get("recoveries", [])
+    if not rows:
+        return "no held recoveries"
+    lines = [f"{'CALL':<20} {'SEAT':<16} {'STEP':<16} SINCE"]
+    lines += [f"{r['call']:<20} {r['seat']:<16} {r['step']:<16} {_since(int(r['since_ms']))}" for r in rows]
+    return "\n".join(lines)
+
+
+def recoveries(ctx: typer.Context, output: OutputOption = Format.text, as_json: JsonFlag = False) -> None:
     """List held recoveries: call, seat, step, since."""
 
     def body() -> None:
+        fmt = chosen(output, as_json)
         b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/recoveries").body
-        if as_json:
-            typer.echo(json.dumps(b, indent=2, sort_keys=True))
-            return
-        rows = b.get("recoveries", [])
-        if not rows:
-            typer.echo("no held recoveries")
-            return
-        typer.echo(f"{'CALL':<20} {'SEAT':<16} {'STEP':<16} SINCE")
-        for r in rows:
-            typer.echo(f"{r['call']:<20} {r['seat']:<16} {r['step']:<16} {_since(int(r['since_ms']))}")
+        emit(b, fmt, lambda _: _held_text(b))
 
     run(body)
 
 
 def recovery_token(
-    ctx: typer.Context, call: Annotated[str, typer.Argument(help="The held recovery's call id.")]
+    ctx: typer.Context,
+    call: Annotated[str, typer.Argument(help="The held recovery's call id.")],
+    output: OutputOption = Format.text,
 ) -> None:
     """Issue a resume token for CALL (earlier tokens stop working); printed once."""
 
     def body() -> None:
         b = _client(ctx).call("POST", f"/v1/recoveries/{_call(call)}/token").body
-        typer.echo(b["resume_token"])
+        emit(b, output, lambda _: str(b["resume_token"]))
 
     run(body)
 
@@ -96,6 +97,7 @@ def resume_recovery(
         list[str] | None,
         typer.Option("--observed", help="STEP=applied|not_applied (repeat for several steps)."),
     ] = None,
+    output: OutputOption = Format.text,
 ) -> None:
     """Resume CALL with what you observed at the broker."""
 
@@ -107,16 +109,21 @@ def resume_recovery(
         b = a.body
         if a.status != 200:
             raise _refusal(b)
-        for s in b.get("progress", []):
-            kept = " (kept)" if s.get("resumed") == "kept" else ""
-            typer.echo(f"{s['path']:<16} {s['status']}{kept}")
-        typer.echo(b.get("summary", ""))
+        emit(b, output, lambda _: _progress_text(b))
         if b.get("error"):
             raise CliError(f"{b['error']}: the resume stopped on an internal error; its record was dropped")
-        if b.get("resume_token"):
+        if b.get("resume_token") and output in (Format.text, Format.wide):
             typer.echo(f"still {b['status']}: resume {b['call']} again with --token {b['resume_token']}")
 
     run(body)
+
+
+def _progress_text(b: dict[str, Any]) -> str:
+    lines = []
+    for s in b.get("progress", []):
+        kept = " (kept)" if s.get("resumed") == "kept" else ""
+        lines.append(f"{s['path']:<16} {s['status']}{kept}")
+    return "\n".join([*lines, b.get("summary", "")])
 
 
 def register(app: typer.Typer) -> None:

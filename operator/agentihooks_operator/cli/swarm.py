@@ -20,6 +20,7 @@ import typer
 
 from . import namespace, render
 from .client import CliError, ControlClient
+from .output import Format, JsonFlag, OutputOption, chosen, emit, emit_item
 
 app = typer.Typer(
     help="Recovery of one Swarm: decisions, status, pause, checkpoints, events.", no_args_is_help=True
@@ -98,7 +99,7 @@ def _seat_path(ctx: typer.Context, seat: str, tail: str) -> str:
 
 
 @app.command("restore-decision")
-def restore_decision(
+def restore_decision(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
     seat: Annotated[str, typer.Argument(help="The seat whose fenced attempt waits, e.g. eng-2.")],
     choice: Annotated[Choice, typer.Argument(help="resume (from the newest usable checkpoint) or fresh.")],
@@ -106,13 +107,14 @@ def restore_decision(
         str | None, typer.Option(envvar="AGENTIHOOKS_AGENT", help="The master agent you act for.")
     ] = None,
     now: Annotated[bool, typer.Option("--now", help="Apply at once through the execution's route.")] = False,
+    output: OutputOption = Format.text,
 ) -> None:
     """Choose how SEAT returns: resume or fresh."""
 
     def body() -> None:
         c = _client(ctx)
         if now:
-            _decide_now(ctx, c, seat, choice.value, agent)
+            _decide_now(ctx, c, seat, choice.value, agent, output)
             return
         payload: dict[str, Any] = {"choice": choice.value}
         if agent:
@@ -120,12 +122,13 @@ def restore_decision(
         a = c.call("POST", _seat_path(ctx, seat, "restore-request"), ok=(200, 202), json=payload)
         b = a.body
         if a.status == 202:
-            typer.echo(
+            said = (
                 f"recorded: {choice.value} for seat {seat} (execution {b['execution_id']}); "
                 "the controller applies it under its lease on its next recovery pass"
             )
         else:
-            typer.echo(_decided(seat, b, "already accepted"))
+            said = _decided(seat, b, "already accepted")
+        emit(b, output, lambda _: said)
 
     run(body)
 
@@ -135,7 +138,9 @@ def _decided(seat: str, b: dict[str, Any], what: str) -> str:
     return f"{what}: {b.get('decision')} for seat {seat} -> replacement {b.get('replacement')}{ckpt}"
 
 
-def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, agent: str | None) -> None:
+def _decide_now(  # noqa: PLR0917 (the command's parsed arguments, passed on)
+    ctx: typer.Context, c: ControlClient, seat: str, choice: str, agent: str | None, output: Format
+) -> None:
     """Post the choice for the seat's waiting attempt (its card's), or for its current one when no card
     waits: the controller is the one to refuse (and log its refusal line), never this CLI alone."""
     status = c.call("GET", f"{_swarm_path(ctx)}/status").body
@@ -159,13 +164,14 @@ def _decide_now(ctx: typer.Context, c: ControlClient, seat: str, choice: str, ag
             ) from e
         raise
     if a.status == 202:
-        typer.echo(f"recorded: {choice} for seat {seat}; this controller replica does not hold the lease")
+        said = f"recorded: {choice} for seat {seat}; this controller replica does not hold the lease"
     else:
-        typer.echo(_decided(seat, a.body, "replayed" if a.body.get("replayed") else "accepted"))
+        said = _decided(seat, a.body, "replayed" if a.body.get("replayed") else "accepted")
+    emit(a.body, output, lambda _: said)
 
 
 @app.command()
-def relaunch(
+def relaunch(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
     seat: Annotated[str, typer.Argument(help="The seat whose replacement refused its restore, e.g. eng-2.")],
     execution: Annotated[
@@ -181,6 +187,7 @@ def relaunch(
     agent: Annotated[
         str | None, typer.Option(envvar="AGENTIHOOKS_AGENT", help="The master agent you act for.")
     ] = None,
+    output: OutputOption = Format.text,
 ) -> None:
     """Launch SEAT's refused replacement again as its next generation, once the cause is fixed.
 
@@ -199,10 +206,11 @@ def relaunch(
         b = _client(ctx).call("POST", _seat_path(ctx, seat, "relaunch"), json=payload).body
         what = "already relaunched" if b.get("replayed") else "relaunched"
         kind = ((b.get("directive") or {}).get("recovery")) or "-"
-        typer.echo(
+        said = (
             f"{what}: seat {seat}: {b.get('refused')} refused its restore ({b.get('reason')}); "
             f"generation {b.get('generation')} is {b.get('replacement')} ({kind})"
         )
+        emit(b, output, lambda _: said)
 
     run(body)
 
@@ -210,73 +218,79 @@ def relaunch(
 @app.command()
 def status(
     ctx: typer.Context,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print JSON; the cards are under handoffs.")
-    ] = False,
-    wide: Annotated[
-        bool, typer.Option("--wide", help="Every column, nothing cut (the default fits 120 columns).")
-    ] = False,
+    output: OutputOption = Format.text,
+    as_json: JsonFlag = False,
+    wide: Annotated[bool, typer.Option("--wide", hidden=True, help="The same as -o wide.")] = False,
 ) -> None:
-    """Seats, the pause switch and the handoff cards."""
+    """Seats, the pause switch and the handoff cards (the default fits 120 columns; -o wide cuts
+    nothing; the cards are under handoffs in -o json)."""
 
     def body() -> None:
+        fmt = chosen(Format.wide if wide and output is Format.text else output, as_json)
         b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/status").body
-        text = json.dumps(b, indent=2, sort_keys=True) if as_json else render.status_text(b, wide=wide)
-        typer.echo(text)
+        emit(b, fmt, lambda w: render.status_text(b, wide=w))
 
     run(body)
 
 
-def _switch(ctx: typer.Context, verb: str) -> None:
+def _switch(ctx: typer.Context, verb: str, output: Format) -> None:
     def body() -> None:
         b = _client(ctx).call("POST", f"{_swarm_path(ctx)}/{verb}").body
         state = "paused" if b.get("paused") else "not paused"
-        typer.echo(f"swarm {b.get('swarm')}: restore automation {state}")
+        emit(b, output, lambda _: f"swarm {b.get('swarm')}: restore automation {state}")
 
     run(body)
 
 
 @app.command()
-def pause(ctx: typer.Context) -> None:
+def pause(ctx: typer.Context, output: OutputOption = Format.text) -> None:
     """Every new failure waits for an explicit decision (operator token only)."""
-    _switch(ctx, "pause")
+    _switch(ctx, "pause", output)
 
 
 @app.command()
-def unpause(ctx: typer.Context) -> None:
+def unpause(ctx: typer.Context, output: OutputOption = Format.text) -> None:
     """Let the controller resume natively on its own again (operator token only)."""
-    _switch(ctx, "unpause")
+    _switch(ctx, "unpause", output)
 
 
 @app.command()
 def checkpoints(
     ctx: typer.Context,
     seat: Annotated[str, typer.Argument(help="The seat whose task's checkpoints to list.")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    output: OutputOption = Format.text,
+    as_json: JsonFlag = False,
 ) -> None:
     """Checkpoints of SEAT's task, newest first."""
 
     def body() -> None:
+        fmt = chosen(output, as_json)
         b = _client(ctx).call("GET", _seat_path(ctx, seat, "checkpoints")).body
-        typer.echo(json.dumps(b, indent=2, sort_keys=True) if as_json else render.checkpoints_text(b))
+        emit(b, fmt, lambda _: render.checkpoints_text(b))
 
     run(body)
 
 
 @app.command()
-def events(
+def events(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new events.")] = False,
     count: Annotated[int, typer.Option(min=1, max=1000, help="How many recent events.")] = 50,
     limit: Annotated[
         int | None, typer.Option(min=1, help="With --follow: stop after this many events.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    output: OutputOption = Format.text,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Recent fence, recovery and outcome events."""
+    """Recent fence, recovery and outcome events (-o json: one JSON object per line; -o yaml: one
+    document each)."""
+    shown = [0]
 
     def show(e: dict[str, Any]) -> None:
-        typer.echo(json.dumps(e, sort_keys=True) if as_json else render.event_line(e))
+        emit_item(e, fmt, render.event_line, first=not shown[0])
+        shown[0] += 1
+
+    fmt = chosen(output, as_json)
 
     def body() -> None:
         c = _client(ctx)

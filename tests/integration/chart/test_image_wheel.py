@@ -143,3 +143,11 @@ def test_console_scripts_run_from_the_installed_wheel(wheel: Path, tmp_path: Pat
         )
         assert res.returncode == 0, f"{argv}: {res.stderr[-2000:]}"
         assert "usage" in res.stdout.lower()
+    # Each entry point names itself and the version of the wheel it was installed from.
+    shipped = wheel.name.split("-")[1]
+    for command in ("agentihooks-operator", "agentihooks-worker", "agentihooks"):
+        res = subprocess.run(
+            [str(env_dir / "bin" / command), "--version"], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert res.returncode == 0, f"{command}: {res.stderr[-2000:]}"
+        assert res.stdout.strip() == f"{command} {shipped}", res.stdout

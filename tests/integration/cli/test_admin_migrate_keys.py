@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import redis
+import yaml
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import Recovery
 from agentihooks_operator.recovery.layout import unmigrated
@@ -83,6 +84,23 @@ def test_dry_run_prints_the_plan_and_changes_nothing(redis_url: str, client: red
     assert f"would raise the epoch at: {OLD}control-epoch -> {NEW}control-epoch (0 -> 7)" in r.output
     assert "9 step(s) planned" in r.output
     assert snapshot(client) == before
+
+
+def test_the_plan_as_a_document(redis_url: str, client: redis.Redis) -> None:
+    """``-o json`` (and yaml): one document of the steps, the same the text lists; nothing changed."""
+    write_original(client)
+    before = snapshot(client)
+    r = cli(redis_url, "-o", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["applied"] is False and doc["root"] == "agentihooks" and len(doc["steps"]) == 9
+    moved = {(s["source"], s["target"]) for s in doc["steps"] if s["action"] == "move"}
+    assert (f"{OLD}heartbeats", f"{NEW}heartbeats") in moved
+    assert yaml.safe_load(cli(redis_url, "-o", "yaml").output) == doc
+    assert snapshot(client) == before
+    applied = json.loads(cli(redis_url, "--apply", "-o", "json").output)
+    assert applied["applied"] is True and len(applied["steps"]) == 9
+    assert json.loads(cli(redis_url, "--apply", "-o", "json").output)["steps"] == []  # nothing left
 
 
 def test_apply_moves_every_key_keeping_values_and_ttls_and_twice_is_a_no_op(
