@@ -102,6 +102,37 @@ def test_rule_values_reach_the_alerts(helm: Helm) -> None:
     assert bad.returncode != 0 and "awaitingDecisionFor" in bad.stderr
 
 
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, spaces to dashes, punctuation dropped."""
+    out = set()
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return out
+
+
+def test_every_alert_links_its_runbook_section(helm: Helm) -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "troubleshooting.md"
+    anchors = _anchors(page.read_text())
+    rule = one(helm.render({"prometheusRule": {"enabled": True}}), "PrometheusRule")
+    alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    assert len(alerts) >= 7
+    base = "https://github.com/agentihooks/agentihooks-recovery/blob/main/docs/troubleshooting.md#"
+    for alert in alerts:
+        url = alert["annotations"]["runbook_url"]
+        assert url.startswith(base), url
+        assert url[len(base) :] in anchors, f"{alert['alert']}: no section #{url[len(base) :]} in {page.name}"
+    mine = one(
+        helm.render({"prometheusRule": {"enabled": True, "runbookBaseUrl": "https://wiki.example/runbook"}}),
+        "PrometheusRule",
+    )
+    urls = [r["annotations"]["runbook_url"] for g in mine["spec"]["groups"] for r in g["rules"]]
+    assert all(u.startswith("https://wiki.example/runbook#agentihooks") for u in urls)
+    bad = helm.template({"prometheusRule": {"runbookBaseUrl": "wiki page#x"}})
+    assert bad.returncode != 0 and "runbookBaseUrl" in bad.stderr
+
+
 def test_the_dashboard_configmap(rendered: list[dict[str, Any]], helm: Helm) -> None:
     [cm] = [d for d in by_kind(rendered, "ConfigMap") if d["metadata"]["name"].endswith("-dashboard")]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"

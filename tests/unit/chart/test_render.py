@@ -117,6 +117,45 @@ def test_embedded_redis_has_aof_and_a_claim(helm: Helm) -> None:
     }
 
 
+def test_embedded_redis_without_persistence_runs_on_an_empty_dir_and_says_so(helm: Helm) -> None:
+    """For a cluster without storage: no claim (nothing stays Pending), an emptyDir, a warning."""
+    values = {"redis": {"embedded": {"persistence": {"enabled": False, "size": "1Gi"}}}}
+    sts = one(helm.render(values), "StatefulSet")
+    assert "volumeClaimTemplates" not in sts["spec"]
+    assert "persistentVolumeClaimRetentionPolicy" not in sts["spec"]
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["data"] == {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}
+    redis = sts["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "data", "mountPath": "/data"} in redis["volumeMounts"]
+    res = helm.run(
+        "install",
+        "rel",
+        str(CHART),
+        "--dry-run=client",
+        "--namespace",
+        NAMESPACE,
+        "--set",
+        "redis.embedded.persistence.enabled=false",
+        "--set",
+        "rbac.watchNamespaces={agents}",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "WARNING: redis.embedded.persistence.enabled=false" in res.stdout.split("NOTES:", 1)[1]
+    default = helm.run(
+        "install",
+        "rel",
+        str(CHART),
+        "--dry-run=client",
+        "--namespace",
+        NAMESPACE,
+        "--set",
+        "rbac.watchNamespaces={agents}",
+    )
+    assert default.returncode == 0 and "persistence.enabled=false" not in default.stdout.split("NOTES:", 1)[1]
+    bad = helm.template({"redis": {"embedded": {"persistence": {"enabled": "no"}}}})
+    assert bad.returncode != 0 and "enabled" in bad.stderr
+
+
 def test_external_redis_and_secrets(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["external-redis"])
     assert not by_kind(docs, "StatefulSet")
