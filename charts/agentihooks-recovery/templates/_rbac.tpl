@@ -7,10 +7,11 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 {{/* Rules on namespaced objects of the watched namespaces. */}}
 {{- define "agentihooks.rbac.namespacedRules" -}}
 # Swarms: kopf lists and watches them to run recovery passes, and patches them to keep its
-# finalizer and handler-progress annotations.
+# finalizer and handler-progress annotations; a condition write reads the one Swarm first (get), so
+# it replaces only its own conditions and carries the resourceVersion it read.
 - apiGroups: ["agentihooks.io"]
   resources: ["swarms"]
-  verbs: ["list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "patch"]
 # Swarm status: each pass publishes the seats and handoff cards seen by `kubectl get swarms`.
 - apiGroups: ["agentihooks.io"]
   resources: ["swarms/status"]
