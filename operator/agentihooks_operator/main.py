@@ -19,7 +19,6 @@ import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 from typing import Any
 
@@ -111,6 +110,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"agentihooks-operator {package_version()}")
     parser.add_argument("--standalone", action="store_true", help="no kopf peering")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--log-format",
+        default=os.environ.get("AGENTIHOOKS_LOG_FORMAT", "text"),
+        help="text (the default) or json: one JSON object per line, kopf's and ours, each line about a "
+        "Swarm naming it under `object` (default: $AGENTIHOOKS_LOG_FORMAT)",
+    )
     parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")
     parser.add_argument(
         "--remove-finalizers",
@@ -132,11 +137,11 @@ def main(argv: list[str] | None = None) -> None:
         help="with --stop-deployment: how long to wait for the operator's Pods (default 120)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    from .logs import LogFormat, configure
+
+    if args.log_format not in set(LogFormat):
+        parser.error(f"--log-format (or AGENTIHOOKS_LOG_FORMAT) is text or json, not {args.log_format!r}")
+    configure(args.log_format, verbose=args.verbose)
     if args.remove_finalizers:
         raise SystemExit(remove_finalizers(args.stop_deployment, args.wait_seconds))
     if args.stop_deployment is not None:

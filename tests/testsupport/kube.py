@@ -265,8 +265,10 @@ async def operator_process(
     kill_at_nth: int = 1,
     lease_ms: int = 2000,
     extra_env: dict[str, str] | None = None,
+    command: list[str] | None = None,
 ) -> AsyncIterator[Any]:
-    """The operator in its own process (``python operator_process.py``); stopped with SIGTERM at exit."""
+    """The operator in its own process (``python operator_process.py``, or ``command``, e.g. the
+    ``agentihooks-operator`` entry point); stopped with SIGTERM at exit."""
     import os
     import subprocess
     import sys
@@ -285,7 +287,8 @@ async def operator_process(
         **(extra_env or {}),
     }
     log = (logdir / f"{operator_id}.log").open("ab")
-    proc = subprocess.Popen([sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log)
+    argv = command or [sys.executable, str(OPERATOR_SCRIPT)]
+    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
     try:
         yield proc
     finally:

@@ -34,7 +34,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
 from agentihooks_checkpoint.validator import Validator
 
-from . import provider_files
+from . import logs, provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
 from .errors import EXIT_FAILURE, EXIT_REFUSED, Refused, WorkerError
@@ -117,6 +117,9 @@ class Boot:
         harness = harness_for(launch.harness)
         a = launch.authority
         self._execution_id = a.execution_id
+        logs.identify(
+            swarm=a.swarm_id, namespace=launch.store_namespace, seat=a.seat_id, execution_id=a.execution_id
+        )
         layout = AttemptLayout(self.settings.attempts_dir, a.execution_id, harness.name, a.task_id)
         layout.create()
         provider_files.install(self.settings.provider_files, layout)  # before anything runs the harness

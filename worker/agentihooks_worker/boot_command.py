@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
+from . import logs
 from .boot import Boot
 from .errors import EXIT_REFUSED
 from .hardening import keep_children_out
@@ -26,7 +28,12 @@ def boot_command(
     ] = None,
 ) -> None:
     """Verify and restore this attempt's checkpoint, then run the harness under the supervisor."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        logs.configure(os.environ.get("AGENTIHOOKS_LOG_FORMAT", "text"))
+    except ValueError as e:
+        logs.configure("text")
+        emit(event_line("boot_failed", error=str(e)))
+        raise typer.Exit(EXIT_REFUSED) from e
     for noisy in ("httpx", "httpcore"):  # a line per request, URL and all; the client says when it retries
         logging.getLogger(noisy).setLevel(logging.WARNING)
     keep_children_out()  # before the credential is read: the harness may not read it from us

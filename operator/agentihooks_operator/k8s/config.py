@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 import redis
 from pydantic import Field, SecretStr, field_validator
@@ -36,6 +37,8 @@ def parse_selector(text: str) -> dict[str, str]:
 class OperatorConfig(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTIHOOKS_", extra="ignore", frozen=True)
 
+    #: ``text`` or ``json`` (:mod:`..logs`); read by ``agentihooks-operator`` before anything else starts.
+    log_format: Literal["text", "json"] = "text"
     redis_url: str = "redis://127.0.0.1:6379/0"
     #: The Redis password, kept apart from the URL so any characters work (the chart fills it from
     #: its ``existingSecret``). A password written in the URL itself still works when this is unset.

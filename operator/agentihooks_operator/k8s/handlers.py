@@ -37,7 +37,7 @@ from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.stores.env import store_from_env
 from pydantic import ValidationError
 
-from .. import instruments
+from .. import instruments, logs
 from ..instruments import TimedLauncher
 from ..recovery import HttpBrokers, LeaseLost, Recovery, layout
 from ..recovery.clock import RedisClock
@@ -152,8 +152,13 @@ def cleanup(memo: kopf.Memo, **_: Any) -> None:
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec")
 async def validate(*, spec: Any, meta: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:
-    kube: KubeClient = memo["kube"]
     namespace = namespace or "default"
+    with logs.about_swarm(namespace, name, (meta or {}).get("uid")):
+        await _validate(spec=spec, meta=meta, name=name, namespace=namespace, memo=memo)
+
+
+async def _validate(*, spec: Any, meta: Any, name: str, namespace: str, memo: Any) -> None:
+    kube: KubeClient = memo["kube"]
     generation = (meta or {}).get("generation")
     generation = generation if isinstance(generation, int) else None
     try:
@@ -315,6 +320,30 @@ async def recovery_loop(
     namespace = namespace or "default"
     key = (namespace, name)
     trigger: asyncio.Event = memo["triggers"].setdefault(key, asyncio.Event())
+    with logs.about_swarm(namespace, name, uid):  # every line of its passes names the Swarm
+        await _daemon(
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            body=body,
+            memo=memo,
+            stopped=stopped,
+            trigger=trigger,
+            key=key,
+        )
+
+
+async def _daemon(
+    *,
+    name: str,
+    namespace: str,
+    uid: str,
+    body: Any,
+    memo: Any,
+    stopped: Any,
+    trigger: asyncio.Event,
+    key: tuple[str, str],
+) -> None:
     try:
         await _loop(
             name=name,
@@ -356,7 +385,7 @@ def _in_own_thread(memo: Any, call: Callable[[], None], name: str) -> asyncio.Fu
             with contextlib.suppress(RuntimeError):  # the loop may be closed by then
                 loop.call_soon_threadsafe(done)
 
-    thread = threading.Thread(target=run, name=name)
+    thread = threading.Thread(target=logs.carry(run), name=name)
     memo["winding"] = [t for t in memo.get("winding") or [] if t.is_alive()] + [thread]
     thread.start()
     return finished

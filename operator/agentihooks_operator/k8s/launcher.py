@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
+from ..logs import carry
 from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
@@ -197,8 +198,8 @@ class KubernetesLauncher:
             result: Literal["created", "exists"] = self._create_pod(pod) if absent else "exists"
         else:
             side: list[Future[Any]] = [
-                self._pool.submit(self._put_secret, secret),
-                self._pool.submit(self._create, "configmaps", cm_body),
+                self._pool.submit(carry(self._put_secret, secret)),
+                self._pool.submit(carry(self._create, "configmaps", cm_body)),
             ]
             try:
                 result = self._create_pod(pod)
@@ -295,7 +296,7 @@ class KubernetesLauncher:
         for event in events_for(
             notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
         ):
-            self._pool.submit(self._post_event, event)
+            self._pool.submit(carry(self._post_event, event))
 
     def _post_event(self, event: dict[str, Any]) -> None:
         try:
@@ -337,7 +338,7 @@ class KubernetesLauncher:
             return []
         if self._faults is not None:
             self._faults("before:clean_leftovers")
-        futures = [(eid, self._pool.submit(self._delete_leftovers, eid)) for eid in pending]
+        futures = [(eid, self._pool.submit(carry(self._delete_leftovers, eid))) for eid in pending]
         cleaned: list[str] = []
         for eid, future in futures:
             try:

@@ -37,6 +37,7 @@ from typing import Any
 import redis
 from pydantic import ValidationError
 
+from .. import logs
 from ..errors import OperatorError
 from ..recovery import LeaseLost
 from ..recovery.models import AttemptObservation
@@ -151,6 +152,10 @@ class Pipeline:
             return True
 
     def _recover(self, key: tuple[str, str], lane: Lane, observation: AttemptObservation) -> None:
+        with logs.about_swarm(*key), logs.about_attempt(observation.execution_id):
+            self._recover_in(key, lane, observation)
+
+    def _recover_in(self, key: tuple[str, str], lane: Lane, observation: AttemptObservation) -> None:
         name, eid = lane.runner.owner.name, observation.execution_id
         try:
             if lane.stopping() or not lane.runner.recovery.epoch:

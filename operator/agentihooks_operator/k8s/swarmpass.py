@@ -30,6 +30,7 @@ from typing import Any
 
 import redis
 
+from ..logs import carry
 from ..recovery import LeaseLost, PassReport, Recovery
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
@@ -209,7 +210,7 @@ class SwarmPass(PassReads):
             self._epoch_seen = self.recovery.epoch
             self._resync()
         t1 = time.perf_counter()
-        nodes = self._reads.submit(self._nodes)
+        nodes = self._reads.submit(carry(self._nodes))
         view = self._pods()
         attempts: list[AttemptRecord] | None = None
         if not view.full:  # only what a watch event, time or a Node may have changed (:mod:`.scope`)
@@ -306,7 +307,7 @@ class SwarmPass(PassReads):
 
     def _post(self, notice: Notice) -> None:
         """Queue the Events of ``notice``; a single background thread sends them, off the pass."""
-        self._poster.submit(self._send, notice)
+        self._poster.submit(carry(self._send, notice))
 
     def _send(self, notice: Notice) -> None:
         for event in events_for(

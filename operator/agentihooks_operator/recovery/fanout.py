@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from ..logs import carry
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost
 
@@ -64,7 +65,7 @@ class Fanout:
             with ThreadPoolExecutor(
                 max_workers=min(WORKERS, len(tasks)), thread_name_prefix=f"recover-{self._outer.swarm}"
             ) as pool:
-                for future in [pool.submit(self._guarded, t) for t in tasks]:
+                for future in [pool.submit(carry(self._guarded, t)) for t in tasks]:
                     future.result()
         if self._stopped is not None:
             raise self._stopped

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
+from ..logs import carry
 from .context import Ctx
 from .errors import InjectedFault, LaunchBlocked, LeaseLost
 from .launcher import ReplacementLauncher
@@ -62,7 +63,7 @@ class Alongside:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Future[None]:
-        return _BESIDE.submit(self._run)
+        return _BESIDE.submit(carry(self._run))
 
     def _run(self) -> None:
         with self._lock:

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ..errors import OperatorError
+from ..logs import about_attempt
 from ..swarm import SwarmSpec
 from . import choices
 from .context import Ctx
@@ -123,7 +124,8 @@ def _phases(
         if failure is None or att.fence is not None or snap.work.get(eid) == "launch":
             continue
         try:
-            fence = fence_step(fan.ctx, att, failure, parts[eid])
+            with about_attempt(eid, failure.seat):
+                fence = fence_step(fan.ctx, att, failure, parts[eid])
         except (InjectedFault, LeaseLost):
             _merge(report, parts, ids)
             raise
@@ -138,22 +140,37 @@ def _phases(
     work: list[Callable[[], None]] = []
     for eid in ids:
         if eid in found:
-            row_of = rows.get(task_of.get(_seat(found[eid], failures.get(eid)), ""))
+            seat = _seat(found[eid], failures.get(eid))
+            row_of = rows.get(task_of.get(seat, ""))
             work.append(
-                _steps(
-                    fan.ctx,
-                    spec=spec,
-                    att=found[eid],
-                    failure=failures.get(eid),
-                    snap=snap,
-                    row=row_of,
-                    part=parts[eid],
+                _about(
+                    eid,
+                    seat,
+                    _steps(
+                        fan.ctx,
+                        spec=spec,
+                        att=found[eid],
+                        failure=failures.get(eid),
+                        snap=snap,
+                        row=row_of,
+                        part=parts[eid],
+                    ),
                 )
             )
     try:
         fan.run(work)
     finally:
         _merge(report, parts, ids)
+
+
+def _about(eid: str, seat: str, task: Callable[[], None]) -> Callable[[], None]:
+    """``task`` with its log lines naming the attempt and seat (:mod:`..logs`)."""
+
+    def run() -> None:
+        with about_attempt(eid, seat or None):
+            task()
+
+    return run
 
 
 def _seat(att: Attempt, failure: Failure | None) -> str:

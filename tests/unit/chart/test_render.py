@@ -156,6 +156,17 @@ def test_embedded_redis_without_persistence_runs_on_an_empty_dir_and_says_so(hel
     assert bad.returncode != 0 and "enabled" in bad.stderr
 
 
+def test_the_log_format_reaches_the_operator(helm: Helm) -> None:
+    [op] = one(helm.render(), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert env_of(op)["AGENTIHOOKS_LOG_FORMAT"]["value"] == "text"
+    [op] = one(helm.render({"operator": {"logFormat": "json"}}), "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert env_of(op)["AGENTIHOOKS_LOG_FORMAT"]["value"] == "json"
+    bad = helm.template({"operator": {"logFormat": "logfmt"}})
+    assert bad.returncode != 0 and "logFormat" in bad.stderr
+
+
 def test_external_redis_and_secrets(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["external-redis"])
     assert not by_kind(docs, "StatefulSet")

@@ -1,0 +1,109 @@
+"""The operator's and the worker's JSON log lines: the same fields, the Swarm on every line about one."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from agentihooks_operator import logs
+from agentihooks_worker import logs as worker_logs
+
+
+class Err:
+    """What this test wrote to stderr (pytest's capture, which the handlers are made on)."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def getvalue(self) -> str:
+        return self.capsys.readouterr().err
+
+
+@pytest.fixture
+def stream(capsys: pytest.CaptureFixture[str]) -> Iterator[Err]:
+    """stderr, captured; the root logger's handlers and level are put back afterwards."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    yield Err(capsys)
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+def _lines(out: Err) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+def test_operator_json_lines_name_the_swarm_and_attempt(stream: Err) -> None:
+    logs.configure("json")
+    log = logging.getLogger("agentihooks_operator.test")
+    log.info("outside any swarm")
+    with logs.about_swarm("team-a", "example", "uid-1"):
+        log.warning("recovery pass of %s/%s failed: %s", "team-a", "example", "boom")
+        with logs.about_attempt("exe-1", "eng-1"):
+            log.info("fenced")
+            with ThreadPoolExecutor(1) as pool:  # a pool's thread, given the context by carry()
+                pool.submit(logs.carry(log.info, "in a pool")).result()
+                pool.submit(log.info, "not carried").result()
+    outside, failed, fenced, pooled, bare = _lines(stream)
+    assert "object" not in outside and outside["severity"] == "info" and outside["timestamp"]
+    assert failed["message"] == "recovery pass of team-a/example failed: boom"
+    assert failed["severity"] == "warn"
+    assert failed["object"] == {
+        "apiVersion": "agentihooks.io/v1alpha1",
+        "kind": "Swarm",
+        "namespace": "team-a",
+        "name": "example",
+        "uid": "uid-1",
+    }
+    assert "execution_id" not in failed and failed["logger"] == "agentihooks_operator.test"
+    assert (fenced["execution_id"], fenced["seat"], fenced["object"]["name"]) == ("exe-1", "eng-1", "example")
+    assert pooled["execution_id"] == "exe-1" and pooled["object"]["name"] == "example"
+    assert "object" not in bare  # a thread that was not given the context names nothing
+
+
+def test_kopfs_own_object_reference_is_kept(stream: Err) -> None:
+    logs.configure("json")
+    ref = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "namespace": "ns", "name": "from-kopf"}
+    with logs.about_swarm("ns", "other"):
+        logging.getLogger("kopf.objects").error(
+            "Handler 'validate' failed permanently", extra={"k8s_ref": ref}
+        )
+    [line] = _lines(stream)
+    assert line["object"]["name"] == "from-kopf" and line["severity"] == "error"
+
+
+def test_text_stays_the_default(stream: Err) -> None:
+    logs.configure()
+    with logs.about_swarm("ns", "example"):
+        logging.getLogger("x").info("recovery pass of ns/example failed")
+    text = stream.getvalue()
+    assert text.rstrip().endswith("INFO x: recovery pass of ns/example failed")
+    with pytest.raises(ValueError):
+        logs.configure("xml")
+
+
+def test_worker_json_lines_carry_the_same_fields(stream: Err) -> None:
+    worker_logs.configure("json")
+    log = logging.getLogger("agentihooks_worker.boot")
+    log.info("before the launch record")
+    worker_logs.identify(swarm="example", namespace="team-a", seat="eng-1", execution_id="exe-9")
+    try:
+        log.warning("capture failed")
+    finally:
+        worker_logs._IDENTITY.clear()
+    before, after = _lines(stream)
+    assert "object" not in before and before["severity"] == "info"
+    assert after["object"] == {
+        "apiVersion": "agentihooks.io/v1alpha1",
+        "kind": "Swarm",
+        "name": "example",
+        "namespace": "team-a",
+    }
+    assert (after["seat"], after["execution_id"], after["severity"]) == ("eng-1", "exe-9", "warn")
+    assert after["logger"] == "agentihooks_worker.boot" and after["timestamp"]
+    with pytest.raises(ValueError, match="AGENTIHOOKS_LOG_FORMAT is text or json"):
+        worker_logs.configure("yaml")
