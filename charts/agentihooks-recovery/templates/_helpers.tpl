@@ -151,6 +151,9 @@ Included once, from the operator Deployment.
 {{- fail (printf "rbac.watchNamespaces includes the release namespace %q, which holds the operator's ServiceAccount and the Redis password: run Swarms in namespaces of their own (or set rbac.allowReleaseNamespace=true)" .Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.serviceMonitor.enabled .Values.networkPolicy.enabled (not .Values.serviceMonitor.prometheusNamespace) (not .Values.networkPolicy.allowedFrom) -}}
+{{- fail "serviceMonitor.enabled with networkPolicy.enabled: the NetworkPolicy would block Prometheus's scrape of /metrics. Set serviceMonitor.prometheusNamespace to the namespace your Prometheus runs in (or admit it in networkPolicy.allowedFrom, or set networkPolicy.enabled=false)" -}}
+{{- end -}}
 {{- if eq (int .Values.operator.port) (int .Values.operator.healthPort) -}}
 {{- fail "operator.healthPort must differ from operator.port: the probes have a listener of their own" -}}
 {{- end -}}

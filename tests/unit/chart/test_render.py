@@ -167,6 +167,33 @@ def test_the_log_format_reaches_the_operator(helm: Helm) -> None:
     assert bad.returncode != 0 and "logFormat" in bad.stderr
 
 
+def test_the_network_policy_admits_the_servicemonitors_prometheus(helm: Helm) -> None:
+    """With both on, the scrape must get through: the Prometheus namespace is admitted, or the chart
+    refuses, naming both values."""
+    bad = helm.template({"serviceMonitor": {"enabled": True}})
+    assert bad.returncode != 0
+    assert "serviceMonitor.enabled with networkPolicy.enabled" in bad.stderr
+    assert "serviceMonitor.prometheusNamespace" in bad.stderr
+    values = {"serviceMonitor": {"enabled": True, "prometheusNamespace": "monitoring"}}
+    docs = helm.render(values)
+    policy = next(d for d in by_kind(docs, "NetworkPolicy") if "redis" not in d["metadata"]["name"])
+    peers = policy["spec"]["ingress"][0]["from"]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}} in peers
+    labelled = {**values["serviceMonitor"], "prometheusPodLabels": {"app.kubernetes.io/name": "prometheus"}}
+    docs = helm.render({"serviceMonitor": labelled})
+    policy = next(d for d in by_kind(docs, "NetworkPolicy") if "redis" not in d["metadata"]["name"])
+    [peer] = [p for p in policy["spec"]["ingress"][0]["from"] if "monitoring" in str(p)]
+    assert peer["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
+    # either of the other ways out also renders; without a ServiceMonitor nothing is added
+    assert (
+        helm.template({"serviceMonitor": {"enabled": True}, "networkPolicy": {"enabled": False}}).returncode
+        == 0
+    )
+    plain = next(d for d in by_kind(helm.render(), "NetworkPolicy") if "redis" not in d["metadata"]["name"])
+    assert "monitoring" not in str(plain)
+    assert helm.template({"serviceMonitor": {"prometheusNamespace": "Not_A_Namespace"}}).returncode != 0
+
+
 def test_external_redis_and_secrets(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["external-redis"])
     assert not by_kind(docs, "StatefulSet")
