@@ -31,6 +31,8 @@ ROOTS = {
     "PodSecurityContext": "io.k8s.api.core.v1.PodSecurityContext",
     "SecurityContext": "io.k8s.api.core.v1.SecurityContext",
     "DeploymentStrategy": "io.k8s.api.apps.v1.DeploymentStrategy",
+    "Volume": "io.k8s.api.core.v1.Volume",
+    "VolumeMount": "io.k8s.api.core.v1.VolumeMount",
 }
 PREFIX = "k8s."
 

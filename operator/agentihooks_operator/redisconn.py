@@ -18,6 +18,11 @@ The password (``AGENTIHOOKS_REDIS_PASSWORD``, or one written in the URL) is the
 data nodes'; Sentinels that need their own take
 ``AGENTIHOOKS_REDIS_SENTINEL_PASSWORD``. A :class:`~.recovery.durable.Durability`
 (``AGENTIHOOKS_REDIS_WAIT_REPLICAS``) is attached to the client returned.
+
+Over TLS (``rediss://`` and its Cluster and Sentinel forms) the server's
+certificate is verified against the system's CAs, or against the bundle in
+``AGENTIHOOKS_REDIS_CA_FILE`` (a private CA); a bundle that cannot be read, or
+one given for a URL without TLS, is refused before any connection is made.
 """
 
 from __future__ import annotations
@@ -110,6 +115,7 @@ def connect(
     sentinel_password: str | None = None,
     durability: Durability | None = None,
     socket_timeout: float = 10,
+    ca_file: str | None = None,
 ) -> redis.Redis:
     """A client for ``url`` (see the module docstring); ``password`` overrides the URL's.
 
@@ -125,9 +131,10 @@ def connect(
     kw: dict[str, Any] = {"socket_timeout": socket_timeout}
     if password:
         kw["password"] = password
+    tls: dict[str, Any] = _tls(url, target.tls or url.startswith("rediss://"), ca_file)
     client: redis.Redis
     if target.mode == "standalone":
-        client = redis.Redis.from_url(url, **kw)
+        client = redis.Redis.from_url(url, **kw, **tls)
     elif target.mode == "cluster":
         cluster = RedisCluster(
             startup_nodes=[ClusterNode(h, p) for h, p in target.nodes],  # type: ignore[no-untyped-call]
@@ -135,6 +142,7 @@ def connect(
             password=kw.get("password", target.password),
             ssl=target.tls,
             socket_timeout=socket_timeout,
+            **tls,
         )
         client = cast(redis.Redis, cluster)
     else:
@@ -146,7 +154,24 @@ def connect(
         node_kw["password"] = kw.get("password", target.password)
         if target.tls:
             node_kw["ssl"] = True
+            node_kw.update(tls)
         master = target.master or ""  # parse() requires one
         client = sentinels.master_for(master, socket_timeout=socket_timeout, **node_kw)  # type: ignore[no-untyped-call]
     attach(client, durability)
     return client
+
+
+def _tls(url: str, tls: bool, ca_file: str | None) -> dict[str, Any]:
+    """The client's certificate settings: the CA bundle to verify the server with, if one is given."""
+    if not ca_file:
+        return {}
+    if not tls:
+        raise _bad(url, "AGENTIHOOKS_REDIS_CA_FILE is set, but the URL has no TLS (use rediss://)")
+    try:
+        with open(ca_file, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise ValueError(f"AGENTIHOOKS_REDIS_CA_FILE {ca_file!r} cannot be read: {e.strerror}") from e
+    if b"-----BEGIN CERTIFICATE-----" not in head:
+        raise ValueError(f"AGENTIHOOKS_REDIS_CA_FILE {ca_file!r} holds no PEM certificate")
+    return {"ssl_ca_certs": ca_file}

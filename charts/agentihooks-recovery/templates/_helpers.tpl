@@ -73,11 +73,29 @@ app.kubernetes.io/component: redis
 {{/* The operator image reference: digest wins over tag; the tag defaults to appVersion. */}}
 {{- define "agentihooks.operatorImage" -}}
 {{- $img := .Values.operator.image -}}
+{{- $repo := include "agentihooks.registry" (list . $img.repository) -}}
 {{- if $img.digest -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- printf "%s:%s" $repo (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
+{{- end -}}
+
+{{/* An image repository under global.imageRegistry (a mirror), when one is set. */}}
+{{- define "agentihooks.registry" -}}
+{{- $root := index . 0 -}}
+{{- $repo := index . 1 -}}
+{{- with (($root.Values.global | default dict).imageRegistry) -}}
+{{- printf "%s/%s" (trimSuffix "/" .) $repo -}}
+{{- else -}}
+{{- $repo -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Redis image (global.imageRegistry applies to it too). */}}
+{{- define "agentihooks.redisImage" -}}
+{{- $img := .Values.redis.embedded.image -}}
+{{- printf "%s:%s" (include "agentihooks.registry" (list . $img.repository)) $img.tag -}}
 {{- end -}}
 
 {{/* Namespaces the operator watches (namespaced mode): the list, or the release namespace. */}}
@@ -153,6 +171,9 @@ Included once, from the operator Deployment.
 {{- end -}}
 {{- if and .Values.serviceMonitor.enabled .Values.networkPolicy.enabled (not .Values.serviceMonitor.prometheusNamespace) (not .Values.networkPolicy.allowedFrom) -}}
 {{- fail "serviceMonitor.enabled with networkPolicy.enabled: the NetworkPolicy would block Prometheus's scrape of /metrics. Set serviceMonitor.prometheusNamespace to the namespace your Prometheus runs in (or admit it in networkPolicy.allowedFrom, or set networkPolicy.enabled=false)" -}}
+{{- end -}}
+{{- if and .Values.redis.external.tls.caSecret (or (ne .Values.redis.mode "external") (not (regexMatch "^rediss(\\+cluster|\\+sentinel)?://" .Values.redis.external.url))) -}}
+{{- fail "redis.external.tls.caSecret is for a TLS Redis: set redis.mode external with a rediss:// (or rediss+cluster://, rediss+sentinel://) redis.external.url" -}}
 {{- end -}}
 {{- if eq (int .Values.operator.port) (int .Values.operator.healthPort) -}}
 {{- fail "operator.healthPort must differ from operator.port: the probes have a listener of their own" -}}

@@ -56,14 +56,17 @@ app = typer.Typer(help="Administration of the recovery state in Redis.", no_args
 _ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 
 
-def _connect(url: str, password: str | None) -> tuple[redis.Redis, bool]:
+def _connect(url: str, password: str | None, ca_file: str | None = None) -> tuple[redis.Redis, bool]:
     """The operator's connection factory (one server, the primary Sentinel names, or a Redis
     Cluster) and whether it is a cluster (moves without transactions, see :mod:`.migration`)."""
     try:
         mode = parse(url).mode
     except ValueError as e:
         raise CliError(str(e)) from e
-    return connect(url, password or None), mode == "cluster"
+    try:
+        return connect(url, password or None, ca_file=ca_file or None), mode == "cluster"
+    except ValueError as e:
+        raise CliError(str(e)) from e
 
 
 @app.command("migrate-keys")
@@ -91,6 +94,15 @@ def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
             "--redis-password", envvar="AGENTIHOOKS_REDIS_PASSWORD", show_default=False, help="Its password."
         ),
     ] = None,
+    redis_ca_file: Annotated[
+        str | None,
+        typer.Option(
+            "--redis-ca-file",
+            envvar="AGENTIHOOKS_REDIS_CA_FILE",
+            show_default=False,
+            help="PEM bundle of the CAs a TLS Redis (rediss://) is verified with.",
+        ),
+    ] = None,
     prefix: Annotated[
         str, typer.Option("--prefix", envvar="AGENTIHOOKS_SWARM_KEY_PREFIX", help="Root of every key.")
     ] = "agentihooks",
@@ -112,7 +124,7 @@ def migrate_keys(  # noqa: PLR0917 (typer reads each option from a parameter)
             keys = SwarmKeys(prefix, swarm, namespace)
         except InvalidInput as e:
             raise CliError(str(e)) from e
-        client, cluster = _connect(redis_url, redis_password)
+        client, cluster = _connect(redis_url, redis_password, redis_ca_file)
         done: list[Step] = []
         try:
             migration = KeyMigration(client, keys, cluster=cluster)

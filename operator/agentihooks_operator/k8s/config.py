@@ -43,6 +43,9 @@ class OperatorConfig(BaseSettings):
     #: The Redis password, kept apart from the URL so any characters work (the chart fills it from
     #: its ``existingSecret``). A password written in the URL itself still works when this is unset.
     redis_password: SecretStr | None = None
+    #: A PEM bundle of the CAs a TLS Redis's certificate is verified with (the chart mounts
+    #: ``redis.external.tls.caSecret`` here); unset: the system's CAs.
+    redis_ca_file: str | None = None
     #: The Sentinels' own password, when they need one (``redis+sentinel://`` URLs only).
     redis_sentinel_password: SecretStr | None = None
     #: Replicas that must hold each guarded write before it counts as done (``WAIT``; 0: none).
@@ -138,4 +141,5 @@ def connect_redis(config: OperatorConfig) -> redis.Redis:
         secret or None,
         sentinel_password=sentinel.get_secret_value() or None if sentinel else None,
         durability=Durability(wait, config.redis_wait_timeout_ms) if wait else None,
+        ca_file=config.redis_ca_file or None,
     )

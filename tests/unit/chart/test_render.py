@@ -194,6 +194,67 @@ def test_the_network_policy_admits_the_servicemonitors_prometheus(helm: Helm) ->
     assert helm.template({"serviceMonitor": {"prometheusNamespace": "Not_A_Namespace"}}).returncode != 0
 
 
+def test_a_registry_mirror_prefixes_the_charts_images(helm: Helm) -> None:
+    values = {"global": {"imageRegistry": "registry.internal:5000/"}, "operator": {"image": {"tag": "1.2.3"}}}
+    docs = helm.render(values)
+    [op] = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert op["image"] == "registry.internal:5000/agentihooks/agentihooks-operator:1.2.3"
+    [redis] = one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"]
+    assert redis["image"].startswith("registry.internal:5000/redis:")
+    [plain] = one(helm.render(), "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert plain["image"].startswith("agentihooks/agentihooks-operator:")
+    # other charts' globals pass through; a registry that is no host is refused
+    assert helm.template({"global": {"storageClass": "fast"}}).returncode == 0
+    assert helm.template({"global": {"imageRegistry": "not a registry"}}).returncode != 0
+
+
+def test_extra_volumes_and_env_reach_the_operator_and_redis(helm: Helm) -> None:
+    ca = {"name": "corp-ca", "configMap": {"name": "corp-ca"}}
+    mount = {"name": "corp-ca", "mountPath": "/etc/corp-ca", "readOnly": True}
+    env = {"name": "TZ", "value": "UTC"}
+    values = {
+        "operator": {"extraVolumes": [ca], "extraVolumeMounts": [mount]},
+        "redis": {"embedded": {"extraEnv": [env], "extraVolumes": [ca], "extraVolumeMounts": [mount]}},
+    }
+    docs = helm.render(values)
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert ca in pod["volumes"] and mount in pod["containers"][0]["volumeMounts"]
+    rpod = one(docs, "StatefulSet")["spec"]["template"]["spec"]
+    assert ca in rpod["volumes"] and mount in rpod["containers"][0]["volumeMounts"]
+    assert env in rpod["containers"][0]["env"] and "REDIS_PASSWORD" in env_of(rpod["containers"][0])
+    typo = helm.template({"operator": {"extraVolumes": [{"name": "x", "confgMap": {"name": "x"}}]}})
+    assert typo.returncode != 0 and "extraVolumes" in typo.stderr
+
+
+def test_a_ca_bundle_for_a_tls_redis(helm: Helm) -> None:
+    external = {"mode": "external", "auth": {"existingSecret": "redis-pw"}}
+    values = {
+        "redis": {
+            **external,
+            "external": {"url": "rediss://redis.internal:6380/0", "tls": {"caSecret": "redis-ca"}},
+        }
+    }
+    pod = one(helm.render(values), "Deployment")["spec"]["template"]["spec"]
+    [op] = pod["containers"]
+    assert env_of(op)["AGENTIHOOKS_REDIS_CA_FILE"]["value"] == "/etc/agentihooks/redis-ca/ca.crt"
+    assert {"name": "redis-ca", "mountPath": "/etc/agentihooks/redis-ca", "readOnly": True} in op[
+        "volumeMounts"
+    ]
+    [vol] = [v for v in pod["volumes"] if v["name"] == "redis-ca"]
+    assert vol["secret"] == {"secretName": "redis-ca", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    plain = {
+        "redis": {
+            **external,
+            "external": {"url": "redis://redis.internal:6379/0", "tls": {"caSecret": "redis-ca"}},
+        }
+    }
+    bad = helm.template(plain)
+    assert bad.returncode != 0 and "redis.external.tls.caSecret is for a TLS Redis" in bad.stderr
+    assert "AGENTIHOOKS_REDIS_CA_FILE" not in env_of(
+        one(helm.render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    )
+
+
 def test_external_redis_and_secrets(helm: Helm) -> None:
     docs = helm.render(VALUE_SETS["external-redis"])
     assert not by_kind(docs, "StatefulSet")
