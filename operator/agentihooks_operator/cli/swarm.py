@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from . import namespace, render
+from . import complete, namespace, render
 from .client import CliError, ControlClient
 from .output import Format, JsonFlag, OutputOption, chosen, emit, emit_item
 
@@ -84,7 +84,7 @@ NamespaceOption = Annotated[
 @app.callback()
 def swarm(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The Swarm's name.")],
+    name: Annotated[str, typer.Argument(help="The Swarm's name.", autocompletion=complete.swarms)],
     ns: NamespaceOption = None,
 ) -> None:
     """Act on the Swarm NAME (in the namespace -n names)."""
@@ -101,7 +101,12 @@ def _seat_path(ctx: typer.Context, seat: str, tail: str) -> str:
 @app.command("restore-decision")
 def restore_decision(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
-    seat: Annotated[str, typer.Argument(help="The seat whose fenced attempt waits, e.g. eng-2.")],
+    seat: Annotated[
+        str,
+        typer.Argument(
+            help="The seat whose fenced attempt waits, e.g. eng-2.", autocompletion=complete.seats
+        ),
+    ],
     choice: Annotated[Choice, typer.Argument(help="resume (from the newest usable checkpoint) or fresh.")],
     agent: Annotated[
         str | None, typer.Option(envvar="AGENTIHOOKS_AGENT", help="The master agent you act for.")
@@ -173,7 +178,12 @@ def _decide_now(  # noqa: PLR0917 (the command's parsed arguments, passed on)
 @app.command()
 def relaunch(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
-    seat: Annotated[str, typer.Argument(help="The seat whose replacement refused its restore, e.g. eng-2.")],
+    seat: Annotated[
+        str,
+        typer.Argument(
+            help="The seat whose replacement refused its restore, e.g. eng-2.", autocompletion=complete.seats
+        ),
+    ],
     execution: Annotated[
         str | None,
         typer.Option(
@@ -257,7 +267,9 @@ def unpause(ctx: typer.Context, output: OutputOption = Format.text) -> None:
 @app.command()
 def checkpoints(
     ctx: typer.Context,
-    seat: Annotated[str, typer.Argument(help="The seat whose task's checkpoints to list.")],
+    seat: Annotated[
+        str, typer.Argument(help="The seat whose task's checkpoints to list.", autocompletion=complete.seats)
+    ],
     output: OutputOption = Format.text,
     as_json: JsonFlag = False,
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -138,4 +139,38 @@ def test_bash_completion_script_completes_the_commands(tmp_path: Path) -> None:
     assert "--version" in complete("agentihooks", "--v")
     got = complete("agentihooks", "swarm", "example", "st")
     assert "status" in got
-    assert "--wide" in complete("agentihooks", "swarm", "example", "status", "--w")
+    assert "--output" in complete("agentihooks", "swarm", "example", "status", "--o")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_bash_completes_swarm_and_seat_names_from_the_control_api(world: World, tmp_path: Path) -> None:
+    """Names come from the API the command would call, as the token may see them; an API that
+    cannot be reached offers nothing, and prints nothing."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(tmp_path)}
+    script = subprocess.run(
+        ["bash", "-c", "agentihooks --show-completion"], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    (tmp_path / "completion.sh").write_text(script)
+
+    def complete(token: str, *words: str, url: str = world.url) -> tuple[list[str], str]:
+        probe = (
+            f"source {tmp_path / 'completion.sh'}; COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); "
+            "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _agentihooks_completion agentihooks; "
+            'printf "%s\\n" "${COMPREPLY[@]}"'
+        )
+        run_env = {**env, "AGENTIHOOKS_CONTROL_URL": url, "AGENTIHOOKS_TOKEN": token}
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, env=run_env, timeout=60)
+        return done.stdout.split(), done.stderr
+
+    op = world.tokens["operator"]
+    assert complete(op, "agentihooks", "swarm", "swarm-")[0] == ["swarm-a", "swarm-b"]
+    assert complete(world.tokens[MASTER_A], "agentihooks", "swarm", "swarm-")[0] == ["swarm-a"]
+    seats = sorted(s.name for s in world.specs["swarm-a"].seats)
+    for verb in ("restore-decision", "checkpoints", "relaunch"):
+        got, _ = complete(op, "agentihooks", "swarm", "swarm-a", verb, "")
+        assert got == seats, verb
+    first = seats[0][:3]
+    assert set(complete(op, "agentihooks", "swarm", "swarm-a", "checkpoints", first)[0]) <= set(seats)
+    none, err = complete(op, "agentihooks", "swarm", "swarm-", url="http://127.0.0.1:9")
+    assert none == [] and "Traceback" not in err and "error" not in err
+    assert complete("never-issued", "agentihooks", "swarm", "swarm-")[0] == []
