@@ -75,6 +75,8 @@ def _root(
     obj["url"], obj["token"] = control_url, token
     if ns is not None:
         obj["namespace"] = ns
+        source = ctx.get_parameter_source("ns")
+        obj["namespace_from_env"] = source is not None and source.name == "ENVIRONMENT"
 
 
 recoveries.register(swarm.app)

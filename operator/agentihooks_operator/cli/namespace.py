@@ -88,6 +88,20 @@ def resolve(flag: str | None, environ: Mapping[str, str] | None = None) -> str |
     return checked(found) if found else None
 
 
+def source(flag: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """Where :func:`resolve` took the namespace from, in words (said when a Swarm is not found)."""
+    env = os.environ if environ is None else environ
+    if flag:
+        return "-n"
+    if env.get(ENV):
+        return f"${ENV}"
+    docs = [d for d in (_load(p) for p in _kubeconfig_files(env)) if d is not None]
+    current = next((d["current-context"] for d in docs if d.get("current-context")), None)
+    if current and from_kubeconfig(env):
+        return f"the kubeconfig context {current!r}"
+    return "this Pod's service account"
+
+
 def swarm_path(name: str, namespace: str | None) -> str:
     """The control-API path of a Swarm: namespaced when the namespace is known."""
     return f"/v1/namespaces/{namespace}/swarms/{name}" if namespace else f"/v1/swarms/{name}"

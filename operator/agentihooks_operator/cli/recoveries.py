@@ -72,7 +72,7 @@ def recoveries(ctx: typer.Context, output: OutputOption = Format.text, as_json: 
         b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/recoveries").body
         emit(b, fmt, lambda _: _held_text(b))
 
-    run(body)
+    run(body, ctx)
 
 
 def recovery_token(
@@ -86,7 +86,7 @@ def recovery_token(
         b = _client(ctx).call("POST", f"/v1/recoveries/{_call(call)}/token").body
         emit(b, output, lambda _: str(b["resume_token"]))
 
-    run(body)
+    run(body, ctx)
 
 
 def resume_recovery(
@@ -115,7 +115,7 @@ def resume_recovery(
         if b.get("resume_token") and output in (Format.text, Format.wide):
             typer.echo(f"still {b['status']}: resume {b['call']} again with --token {b['resume_token']}")
 
-    run(body)
+    run(body, ctx)
 
 
 def _progress_text(b: dict[str, Any]) -> str:

@@ -58,15 +58,25 @@ def _namespace(ctx: typer.Context) -> str | None:
 
 def _swarm_path(ctx: typer.Context) -> str:
     """``/v1/namespaces/<ns>/swarms/<name>`` (or ``/v1/swarms/<name>`` when no namespace is known)."""
-    return namespace.swarm_path(_swarm(ctx), _namespace(ctx))
+    ns = _namespace(ctx)
+    obj = ctx.find_object(dict)
+    if obj is not None:  # said with an unknown swarm: which namespace was asked, and why that one
+        flag = None if obj.get("namespace_from_env") else obj.get("namespace")
+        obj["where"] = (ns, namespace.source(flag))
+    return namespace.swarm_path(_swarm(ctx), ns)
 
 
-def run(fn: Callable[[], None]) -> None:
-    """Run a command body: a :class:`CliError` becomes one ``error:`` line and its exit code."""
+def run(fn: Callable[[], None], ctx: typer.Context | None = None) -> None:
+    """Run a command body: a :class:`CliError` becomes one ``error:`` line and its exit code; an
+    unknown swarm also names the namespace asked and where it came from (kubectl's wrong-context trap)."""
     try:
         fn()
     except CliError as e:
-        typer.echo(f"error: {e.line}", err=True)
+        line = e.line
+        where = ((ctx.find_object(dict) or {}) if ctx is not None else {}).get("where")
+        if where and where[0] and line.startswith("unknown swarm"):  # a name alone was looked up everywhere
+            line = f"{line} in namespace {where[0]} (from {where[1]})"
+        typer.echo(f"error: {line}", err=True)
         raise typer.Exit(e.code) from None
 
 
@@ -91,7 +101,7 @@ def swarm(
     obj = ctx.ensure_object(dict)
     obj["swarm"] = name
     if ns is not None:
-        obj["namespace"] = ns
+        obj["namespace"], obj["namespace_from_env"] = ns, False
 
 
 def _seat_path(ctx: typer.Context, seat: str, tail: str) -> str:
@@ -135,7 +145,7 @@ def restore_decision(  # noqa: PLR0917 (typer reads each option from a parameter
             said = _decided(seat, b, "already accepted")
         emit(b, output, lambda _: said)
 
-    run(body)
+    run(body, ctx)
 
 
 def _decided(seat: str, b: dict[str, Any], what: str) -> str:
@@ -222,7 +232,7 @@ def relaunch(  # noqa: PLR0917 (typer reads each option from a parameter)
         )
         emit(b, output, lambda _: said)
 
-    run(body)
+    run(body, ctx)
 
 
 @app.command()
@@ -240,7 +250,7 @@ def status(
         b = _client(ctx).call("GET", f"{_swarm_path(ctx)}/status").body
         emit(b, fmt, lambda w: render.status_text(b, wide=w))
 
-    run(body)
+    run(body, ctx)
 
 
 def _switch(ctx: typer.Context, verb: str, output: Format) -> None:
@@ -249,7 +259,7 @@ def _switch(ctx: typer.Context, verb: str, output: Format) -> None:
         state = "paused" if b.get("paused") else "not paused"
         emit(b, output, lambda _: f"swarm {b.get('swarm')}: restore automation {state}")
 
-    run(body)
+    run(body, ctx)
 
 
 @app.command()
@@ -280,7 +290,7 @@ def checkpoints(
         b = _client(ctx).call("GET", _seat_path(ctx, seat, "checkpoints")).body
         emit(b, fmt, lambda _: render.checkpoints_text(b))
 
-    run(body)
+    run(body, ctx)
 
 
 @app.command()
@@ -313,7 +323,7 @@ def events(  # noqa: PLR0917 (typer reads each option from a parameter)
             return
         _follow(c, path, count, limit, show)
 
-    run(body)
+    run(body, ctx)
 
 
 def _follow(

@@ -165,3 +165,33 @@ def test_restore_decision_now_while_the_card_reads_recovering_is_refused_by_the_
     r = cli(*args, token=world.tokens["operator"])
     assert r.exit_code == 0, r.output
     assert "accepted: fresh for seat eng-1 -> replacement exe-" in r.output
+
+
+def test_an_unknown_swarm_names_the_namespace_asked_and_why(world: World, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """kubectl's wrong-context trap: the Swarm exists, in another namespace than the one the context
+    chose; the error says which namespace was asked and where that came from."""
+    from agentihooks_operator.cli.main import app
+    from typer.testing import CliRunner
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: staging\n"
+        "contexts:\n- name: staging\n  context: {cluster: c, user: u, namespace: elsewhere}\n"
+    )
+    env = {"AGENTIHOOKS_CONTROL_URL": world.url, "AGENTIHOOKS_TOKEN": world.tokens["operator"]}
+    runner = CliRunner()
+    r = runner.invoke(app, ["swarm", "swarm-a", "status"], env={**env, "KUBECONFIG": str(config)})
+    assert r.exit_code == 1
+    assert one_error_line(r.output) == (
+        "error: unknown swarm: swarm-a in namespace elsewhere (from the kubeconfig context 'staging')"
+    )
+    r = runner.invoke(
+        app, ["swarm", "swarm-a", "-n", "team-x", "status"], env={**env, "KUBECONFIG": str(config)}
+    )
+    assert one_error_line(r.output) == "error: unknown swarm: swarm-a in namespace team-x (from -n)"
+    r = runner.invoke(app, ["swarm", "swarm-a", "status"], env={**env, "AGENTIHOOKS_NAMESPACE": "team-y"})
+    assert one_error_line(r.output).endswith("in namespace team-y (from $AGENTIHOOKS_NAMESPACE)")
+    ok = runner.invoke(
+        app, ["swarm", "swarm-a", "-n", "default", "status"], env={**env, "KUBECONFIG": str(config)}
+    )
+    assert ok.exit_code == 0, ok.output
