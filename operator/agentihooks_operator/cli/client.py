@@ -7,6 +7,7 @@ printed, not even in an error.
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +63,9 @@ _UNKNOWN = "unknown or revoked token"
 
 
 class ControlClient:
-    def __init__(self, url: str | None, token: str | None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str | None, token: str | None, *, timeout: float = 30.0, ca_file: str | None = None
+    ) -> None:
         if not url:
             raise CliError(
                 "no control URL: pass --control-url or set AGENTIHOOKS_CONTROL_URL", EXIT_UNREACHABLE
@@ -75,7 +78,7 @@ class ControlClient:
         if token:
             headers["Authorization"] = f"Bearer {token.strip()}"
         self.url = url.rstrip("/")
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, verify=_verify(ca_file))
 
     def close(self) -> None:
         self.http.close()
@@ -105,6 +108,9 @@ class ControlClient:
         return CliError(f"the controller answered {resp.status_code}: {message or code}")
 
     def unreachable(self, e: httpx.HTTPError) -> CliError:
+        tls = _tls_failure(e)
+        if tls is not None:
+            return CliError(f"TLS: the controller at {self.url} {tls}", EXIT_UNREACHABLE)
         return CliError(f"cannot reach the controller at {self.url} ({type(e).__name__})", EXIT_UNREACHABLE)
 
     def call(self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any) -> Answer:
@@ -120,3 +126,39 @@ class ControlClient:
             return Answer(resp.status_code, resp.json())
         except ValueError as e:
             raise CliError(f"the controller answered {resp.status_code} without JSON") from e
+
+
+def _verify(ca_file: str | None) -> ssl.SSLContext | bool:
+    """The system's CAs, or those of ``ca_file`` (``--ca-file``: an ingress with a private CA)."""
+    if not ca_file:
+        return True
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except (OSError, ssl.SSLError) as e:
+        raise CliError(
+            f"--ca-file {ca_file!r} is not a readable PEM bundle of CAs ({e})", EXIT_UNREACHABLE
+        ) from e
+
+
+def _tls_failure(e: BaseException) -> str | None:
+    """What went wrong in the TLS handshake, in words, or ``None`` when it was not TLS."""
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            why = seen.verify_message or "certificate verify failed"
+            return (
+                f"presented a certificate that cannot be verified ({why}); give the CA that signed it "
+                "with --ca-file (or AGENTIHOOKS_CA_FILE), or check the URL's host name"
+            )
+        if isinstance(seen, ssl.SSLError):
+            return f"failed the TLS handshake ({seen.reason or seen}): is it served over https at that port?"
+        seen = seen.__cause__ or seen.__context__
+    text = str(e)
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return (
+            "presented a certificate that cannot be verified; give its CA with --ca-file "
+            "(or AGENTIHOOKS_CA_FILE)"
+        )
+    if "SSL" in text:
+        return f"failed the TLS handshake ({text}): is it served over https at that port?"
+    return None

@@ -35,7 +35,8 @@ def _options(ctx: Any) -> dict[str, Any]:
 def _client(opts: dict[str, Any]) -> ControlClient:
     url = opts.get("control_url") or os.environ.get("AGENTIHOOKS_CONTROL_URL")
     token = opts.get("token") or os.environ.get("AGENTIHOOKS_TOKEN")
-    return ControlClient(url, token, timeout=TIMEOUT_S)
+    ca = opts.get("ca_file") or os.environ.get("AGENTIHOOKS_CA_FILE")
+    return ControlClient(url, token, timeout=TIMEOUT_S, ca_file=ca)
 
 
 def _ask(ctx: Any, path_of: Any) -> Any:

@@ -55,6 +55,15 @@ def _root(
             "--token", envvar="AGENTIHOOKS_TOKEN", help="Operator or master token.", show_default=False
         ),
     ] = None,
+    ca_file: Annotated[
+        str | None,
+        typer.Option(
+            "--ca-file",
+            envvar="AGENTIHOOKS_CA_FILE",
+            help="PEM bundle of the CAs the control API's https certificate is verified with.",
+            show_default=False,
+        ),
+    ] = None,
     ns: Annotated[
         str | None,
         typer.Option(
@@ -72,7 +81,7 @@ def _root(
 ) -> None:
     """agentihooks: restore decisions, status and recovery controls for swarms."""
     obj = ctx.ensure_object(dict)
-    obj["url"], obj["token"] = control_url, token
+    obj["url"], obj["token"], obj["ca_file"] = control_url, token, ca_file
     if ns is not None:
         obj["namespace"] = ns
         source = ctx.get_parameter_source("ns")

@@ -43,7 +43,7 @@ def _name(kind: str, value: str) -> str:
 
 def _client(ctx: typer.Context) -> ControlClient:
     obj = ctx.find_object(dict) or {}
-    return ControlClient(obj.get("url"), obj.get("token"))
+    return ControlClient(obj.get("url"), obj.get("token"), ca_file=obj.get("ca_file"))
 
 
 def _swarm(ctx: typer.Context) -> str:
