@@ -2,17 +2,23 @@
 
 Both live under the one metric name ``restore_outcomes_by_type`` (the spec's
 name). The worker is a short-lived process, so besides the in-memory view the
-counters are written as a Prometheus text file an exporter can pick up.
+counters are written as a Prometheus text file an exporter (node-exporter's
+textfile collector) can pick up: ``agentihooks_worker_restore_outcomes_by_type_total``,
+with its HELP and TYPE lines and label values escaped, by prometheus_client's
+own exposition and atomic file writer.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry, generate_latest, write_to_textfile
+from prometheus_client import Counter as PromCounter
+
 METRIC = "restore_outcomes_by_type"
+EXPOSED = f"agentihooks_worker_{METRIC}"
 
 
 class RestoreMetrics:
@@ -21,14 +27,25 @@ class RestoreMetrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._registry = CollectorRegistry(auto_describe=True)
+        self._counter = PromCounter(
+            EXPOSED,
+            "Restores of this worker by the continuity delivered (native, reconstructed, fresh), "
+            "and refusals as refused/<reason>.",
+            ["type"],
+            registry=self._registry,
+        )
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self._counts[key] += 1
+            self._counter.labels(type=key).inc()
 
     def outcome(self, recovery: str) -> None:
-        with self._lock:
-            self._counts[recovery] += 1
+        self._count(recovery)
 
     def refused(self, reason: str) -> None:
-        with self._lock:
-            self._counts[f"refused/{reason}"] += 1
+        self._count(f"refused/{reason}")
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         """``{"restore_outcomes_by_type": {"native": 1, "refused/context_only": 2}}``."""
@@ -37,13 +54,8 @@ class RestoreMetrics:
 
     def prometheus(self) -> str:
         """The counters in Prometheus text exposition format."""
-        lines = [f"# TYPE agentihooks_worker_{METRIC} counter"]
-        for key, value in self.snapshot()[METRIC].items():
-            lines.append(f'agentihooks_worker_{METRIC}{{type="{key}"}} {value}')
-        return "\n".join(lines) + "\n"
+        return generate_latest(self._registry).decode("utf-8")
 
     def write_textfile(self, path: Path) -> None:
         """Replace ``path`` atomically with :meth:`prometheus`."""
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.prometheus())
-        os.replace(tmp, path)
+        write_to_textfile(str(path), self._registry)

@@ -1,7 +1,7 @@
 """The worker's restore counters reach Prometheus: a ``checkpoint_remote`` boot reports its restore
 (result and duration, or its refusal reason) to the real control API, whose ``/metrics`` exports it.
 
-The metrics file the worker also writes (``<attempt>/run/metrics.prom``) is kept as it was.
+The metrics file the worker also writes (``<attempt>/run/metrics.prom``) is kept too.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pathlib import Path
 from agentihooks_checkpoint.directive import Continuity, RestoreOutcome
 from agentihooks_worker.metrics import RestoreMetrics
 from agentihooks_worker.report import emit, restore_verified_line
+from prometheus_client.parser import text_string_to_metric_families
 
 
 def test_restore_verified_line_has_exactly_the_summary_fields() -> None:
@@ -43,7 +44,15 @@ def test_metrics_count_outcomes_and_refusals(tmp_path: Path) -> None:
     m.outcome("native")
     m.refused("context_only")
     assert m.snapshot() == {"restore_outcomes_by_type": {"native": 2, "refused/context_only": 1}}
+    m.refused('odd "reason"\\x')  # escaped in the exposition, not breaking the line
     m.write_textfile(tmp_path / "metrics.prom")
     text = (tmp_path / "metrics.prom").read_text()
-    assert 'agentihooks_worker_restore_outcomes_by_type{type="native"} 2' in text
-    assert 'agentihooks_worker_restore_outcomes_by_type{type="refused/context_only"} 1' in text
+    assert "# HELP agentihooks_worker_restore_outcomes_by_type_total " in text
+    assert "# TYPE agentihooks_worker_restore_outcomes_by_type_total counter" in text
+    assert 'agentihooks_worker_restore_outcomes_by_type_total{type="native"} 2.0' in text
+    # read back by Prometheus's own parser: every sample, the odd label value intact
+    families = text_string_to_metric_families(text)
+    [family] = [f for f in families if f.name == "agentihooks_worker_restore_outcomes_by_type"]
+    samples = {s.labels["type"]: s.value for s in family.samples if s.name.endswith("_total")}
+    assert samples == {"native": 2.0, "refused/context_only": 1.0, 'refused/odd "reason"\\x': 1.0}
+    assert not list(tmp_path.glob(".*"))  # the writer left no temporary file beside it
