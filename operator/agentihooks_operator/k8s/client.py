@@ -19,18 +19,16 @@ global default configuration is never read or changed here.
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import logging
 import os
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import urllib3
+from agentihooks_checkpoint.retry import Backoff, retry_after_seconds
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import kube_config
@@ -66,15 +64,10 @@ def path_for(resource: str, namespace: str | None, name: str | None = None, sub:
 
 @dataclass(frozen=True)
 class Retries:
-    """How a failed call is tried again.
-
-    At most ``tries`` sends in all, and no retry once ``budget`` seconds have
-    passed since the first send (the default worst case sleeps ~4 s over 5
-    tries, or ~10 s when the server keeps asking for 5 s). The n-th wait is
-    drawn from ``[d/2, d]`` with ``d = min(max_delay, base_delay * 2**(n-1))``,
-    so replicas that failed together do not come back together; a
-    ``Retry-After`` header is obeyed instead, up to ``retry_after_cap``.
-    """
+    """How a failed Kubernetes call is tried again: the product's one :class:`Backoff` (jittered,
+    exponential, ``Retry-After`` obeyed up to a cap), at most ``tries`` sends in all, and no retry
+    once ``budget`` seconds have passed since the first send (the default worst case sleeps ~4 s over
+    5 tries, or ~10 s when the server keeps asking for 5 s)."""
 
     tries: int = 5
     base_delay: float = 0.25
@@ -84,28 +77,7 @@ class Retries:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after the ``attempt``-th send failed (1-based)."""
-        if retry_after is not None:
-            return max(0.0, min(retry_after, self.retry_after_cap))
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
-        return random.uniform(ceiling / 2, ceiling)
-
-
-def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
-    """A ``Retry-After`` header (seconds or an HTTP date) in seconds; ``None`` when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(tz=UTC))).total_seconds())
+        return Backoff(self.base_delay, self.max_delay, self.retry_after_cap).delay(attempt, retry_after)
 
 
 def api_error(status: int, method: str, path: str, raw: bytes, http_reason: str | None = None) -> ApiError:

@@ -26,7 +26,6 @@ own per-request lines are silenced by the worker's logging set-up).
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -38,6 +37,7 @@ import httpx
 
 from ..directive import RestoreOutcome
 from ..errors import CheckpointError, CheckpointExists, ObjectMissing, StoreError, StoreUnreachable
+from ..retry import Backoff, retry_after_seconds
 from ..scope import StoreScope
 from .base import CheckpointStore
 
@@ -146,32 +146,28 @@ def _refusal(resp: httpx.Response) -> ControlRefused:
 
 
 class _Backoff:
-    """Waits between attempts of one call: jittered, growing, never past the call's deadline."""
+    """Waits between attempts of one call: the product's one :class:`~..retry.Backoff` (jittered,
+    growing, the server's ``Retry-After`` obeyed up to ``MAX_WAIT``), never past the call's deadline."""
 
     def __init__(self, retry_seconds: float, retries: int | None, sleep: Callable[[float], None]) -> None:
         self.deadline = time.monotonic() + retry_seconds
         self.retries = retries
         self.sleep = sleep
         self.attempt = 0
+        self.policy = Backoff(base_delay=FIRST_WAIT, max_delay=MAX_WAIT, retry_after_cap=MAX_WAIT)
 
     def wait(self, hint: float | None = None) -> bool:
         """Sleep before the next attempt; False when the deadline (or the retry count) is used up."""
         left = self.deadline - time.monotonic()
         if left <= 0 or (self.retries is not None and self.attempt >= self.retries):
             return False
-        step = min(MAX_WAIT, FIRST_WAIT * 2**self.attempt)
-        if hint is not None:
-            step = max(step, min(MAX_WAIT, hint))
         self.attempt += 1
-        self.sleep(min(left, random.uniform(step / 2, step)))
+        self.sleep(min(left, self.policy.delay(self.attempt, hint)))
         return True
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
-    try:
-        return max(0.1, float(resp.headers["Retry-After"]))
-    except (KeyError, ValueError):
-        return None
+    return retry_after_seconds(resp.headers.get("Retry-After"))
 
 
 class _Client:
