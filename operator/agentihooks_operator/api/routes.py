@@ -470,7 +470,8 @@ ROUTES: tuple[Route, ...] = (
         "GET",
         "/v1/swarms/{swarm}/events",
         routes_swarms.events,
-        "Recovery events (JSON), or a Server-Sent Events stream with follow=true",
+        "Recovery events (JSON), or a Server-Sent Events stream with follow=true (a client that "
+        "reconnects sends the Last-Event-ID it saw and gets only the events after it)",
         "operator_or_master",
         responses={
             200: (
@@ -478,7 +479,8 @@ ROUTES: tuple[Route, ...] = (
                 EventStream(EventsAnswer, RecoveryEvent),
             ),
             400: (
-                "a count that is not an integer from 1 to 1000, or a follow that is not true or false",
+                "a count that is not an integer from 1 to 1000, a follow that is not true or false, or "
+                "a Last-Event-ID that is no event id",
                 "json",
             ),
             **SWARM_READ,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 from agentihooks_checkpoint.scope import StoreScope
@@ -135,6 +136,10 @@ def _int(value: str | None, default: int, name: str, lo: int, hi: int) -> int:
     return n
 
 
+#: A Redis stream entry id, as the events' ``id:`` lines carry it.
+_EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
+
+
 def _after(events: list[Any], last: str | None) -> list[Any]:
     if last is None:
         return events
@@ -160,10 +165,13 @@ async def events(request: web.Request) -> web.StreamResponse:
     if not follow:
         got = await blocking(entry.recovery.events, count)
         return answer({"swarm": entry.name, "events": [e.model_dump(mode="json") for e in got]})
+    resume = request.headers.get("Last-Event-ID")  # a client reconnecting after the stream broke
+    if resume is not None and not _EVENT_ID.fullmatch(resume):
+        raise bad_request("Last-Event-ID is not an event id of this stream")
     digest = token_digest(request)
     with state.quotas.hold("streams", digest):  # 429 at once past this credential's share
-        got = await blocking(entry.recovery.events, count)
-        return await _stream(request, state, entry.id, got, kind=caller.kind, digest=digest)
+        got = await blocking(entry.recovery.events, count if resume is None else 1000)
+        return await _stream(request, state, entry.id, got, kind=caller.kind, digest=digest, last=resume)
 
 
 def _still_valid(state: ApiState, swarm: SwarmId, kind: str, digest: str) -> bool:
@@ -176,11 +184,18 @@ def _still_valid(state: ApiState, swarm: SwarmId, kind: str, digest: str) -> boo
 
 
 async def _stream(
-    request: web.Request, state: ApiState, swarm: SwarmId, got: list[Any], *, kind: str, digest: str
+    request: web.Request,
+    state: ApiState,
+    swarm: SwarmId,
+    got: list[Any],
+    *,
+    kind: str,
+    digest: str,
+    last: str | None = None,
 ) -> web.StreamResponse:
+    """Events after ``last`` (the reconnecting client's ``Last-Event-ID``), then each new one."""
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
-    last = None
     batch = got
     while True:
         for event in _after(batch, last):

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
 import httpx
 import typer
+from agentihooks_checkpoint.retry import Backoff
+from httpx_sse import connect_sse
 
 from . import complete, namespace, render
 from .client import CliError, ControlClient
@@ -31,6 +34,10 @@ class Choice(StrEnum):
     resume = "resume"
     fresh = "fresh"
 
+
+#: How long ``events --follow`` keeps reconnecting a broken stream before it gives up.
+RECONNECT_S = 60.0
+_BACKOFF = Backoff(base_delay=0.25, max_delay=4.0)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 
@@ -329,20 +336,36 @@ def events(  # noqa: PLR0917 (typer reads each option from a parameter)
 def _follow(
     c: ControlClient, path: str, count: int, limit: int | None, show: Callable[[dict[str, Any]], None]
 ) -> None:
-    seen = 0
-    try:
-        with c.http.stream(
-            "GET", path, params={"count": count, "follow": "true"}, timeout=httpx.Timeout(30.0, read=None)
-        ) as resp:
-            if resp.status_code != 200:
-                resp.read()
-                raise c.fail(resp)
-            for line in resp.iter_lines():
-                if not line.startswith("data: "):
-                    continue
-                show(json.loads(line[6:]))
-                seen += 1
-                if limit is not None and seen >= limit:
-                    return
-    except httpx.HTTPError as e:
-        raise c.unreachable(e) from e
+    """Print the stream's events; a stream that breaks (the controller restarted, a proxy cut it) is
+    opened again with the ``Last-Event-ID`` last printed, so no event is printed twice or skipped,
+    backing off like every client of the product, until ``RECONNECT_S`` pass without a connection."""
+    seen, last, failures, since = 0, None, 0, time.monotonic()
+    while True:
+        headers: dict[str, str] = {"Last-Event-ID": last} if last else {}
+        params = {"count": count, "follow": "true"}
+        try:
+            with connect_sse(
+                c.http, "GET", path, params=params, headers=headers, timeout=httpx.Timeout(30.0, read=None)
+            ) as source:
+                if source.response.status_code != 200:
+                    source.response.read()
+                    raise c.fail(source.response)
+                failures, since = 0, time.monotonic()
+                for sse in source.iter_sse():
+                    if sse.event == "end":  # the controller ended it: say why, do not reconnect
+                        why = json.loads(sse.data or "{}").get("reason", "ended")
+                        raise CliError(f"the event stream was ended by the controller: {why}")
+                    if not sse.data:
+                        continue
+                    show(json.loads(sse.data))
+                    last = sse.id or last
+                    seen += 1
+                    if limit is not None and seen >= limit:
+                        return
+            return  # closed cleanly: the swarm is no longer served
+        except httpx.HTTPError as e:
+            failures += 1
+            if time.monotonic() - since > RECONNECT_S:
+                raise c.unreachable(e) from e
+            typer.echo(f"the event stream broke ({type(e).__name__}); reconnecting", err=True)
+            time.sleep(_BACKOFF.delay(failures))

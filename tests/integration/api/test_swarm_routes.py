@@ -133,6 +133,38 @@ def test_events_json_and_follow_stream(world: World) -> None:
     )
 
 
+def test_a_stream_resumed_with_last_event_id_starts_after_it(world: World) -> None:
+    world.fail()
+    world.fail("swarm-b")  # another swarm's events are not this stream's
+    world.recoveries["swarm-a"].decide(world.first["swarm-a"].execution_id, "fresh", "operator")
+    events = world.call("GET", "/v1/swarms/swarm-a/events", world.tokens["operator"]).json()["events"]
+    assert len(events) >= 2, events
+    auth = {"Authorization": f"Bearer {world.tokens['operator']}"}
+    with (
+        httpx.Client(base_url=world.url, timeout=30) as c,
+        c.stream(
+            "GET",
+            "/v1/swarms/swarm-a/events",
+            params={"follow": "true"},
+            headers={**auth, "Last-Event-ID": events[0]["id"]},
+        ) as stream,
+    ):
+        ids = []
+        for line in stream.iter_lines():
+            if line.startswith("id: "):
+                ids.append(line[4:])
+            if len(ids) == len(events) - 1:
+                break
+    assert ids == [e["id"] for e in events[1:]]  # not the one the client already has
+    with httpx.Client(base_url=world.url, timeout=30) as c:
+        bad = c.get(
+            "/v1/swarms/swarm-a/events",
+            params={"follow": "true"},
+            headers={**auth, "Last-Event-ID": "../../etc"},
+        )
+    assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["message"]
+
+
 def test_metrics_exposes_every_family(world: World) -> None:
     eid = world.fail()
     world.checkpoint(eid)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import selectors
 import socket
 import subprocess
 import sys
@@ -261,3 +262,68 @@ def test_a_controller_that_never_comes_back_is_store_unreachable(fleet: Fleet) -
         "retrying for up to 3 s"
     ], err[-3000:]
     assert "/v1/executions/" not in err and "HTTP Request" not in err, err[-3000:]
+
+
+def _lines_until(stream: Any, want: int, timeout: float = 60) -> list[dict[str, Any]]:
+    """``want`` JSON lines read from ``stream`` (a CLI's stdout), or fail after ``timeout``."""
+    got: list[dict[str, Any]] = []
+    sel = selectors.DefaultSelector()
+    sel.register(stream, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while len(got) < want:
+        left = deadline - time.monotonic()
+        assert left > 0, f"only {len(got)} of {want} events: {got}"
+        if sel.select(left):
+            line = stream.readline()
+            assert line, "the CLI ended"
+            got.append(json.loads(line))
+    return got
+
+
+def test_events_follow_reconnects_across_a_restart_and_prints_each_event_once(fleet: Fleet) -> None:
+    """``agentihooks swarm NAME events --follow`` while the controller is SIGKILLed and comes back:
+    the CLI reconnects with the last event id it printed, prints none twice and skips none."""
+    store = LocalStore(fleet.store_root)
+    spec = SwarmSpec.model_validate(fleet.doc)
+    backlog = Recovery(fleet.client, "swarm-a", holder="ctl-a", catalog=store, launcher=MemoryLauncher())
+    before = [e.id for e in backlog.events(1000)]
+    assert before
+    env = {
+        **os.environ,
+        "AGENTIHOOKS_CONTROL_URL": fleet.url,
+        "AGENTIHOOKS_TOKEN": fleet.token,
+        "HOME": str(fleet.tmp),  # no kubeconfig: the swarm is named alone
+        "KUBECONFIG": "",
+    }
+    argv = [str(Path(sys.executable).parent / "agentihooks"), "swarm", "swarm-a", "events", "--follow"]
+    cli = subprocess.Popen(
+        [*argv, "--count", "1000", "-o", "json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with control_api(fleet) as first:
+            printed = _lines_until(cli.stdout, len(before))
+            first.kill()  # as a node loss would: the stream breaks mid-way
+            first.wait(10)
+        time.sleep(1.0)  # nobody answers for a while: the CLI keeps trying
+        with control_api(fleet):
+            r = Recovery(fleet.client, "swarm-a", holder="ctl-a", catalog=store, launcher=MemoryLauncher())
+            assert r.acquire()
+            lost = fleet.plans[0]
+            r.reconcile(
+                spec, observe([(lost.execution_id, lost.seat, 2)], failed={lost.execution_id: "oom_killed"})
+            )
+            after = [e.id for e in r.events(1000)]
+            new = [i for i in after if i not in before]
+            assert new, "the second failure wrote events"
+            printed += _lines_until(cli.stdout, len(new))
+    finally:
+        cli.terminate()
+        _, err = cli.communicate(timeout=20)
+    ids = [e["id"] for e in printed]
+    assert ids == before + new  # each once, in order, none skipped
+    assert "the event stream broke" in err and "reconnecting" in err
+    assert "Traceback" not in err
