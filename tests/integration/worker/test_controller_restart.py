@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import selectors
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -264,20 +264,29 @@ def test_a_controller_that_never_comes_back_is_store_unreachable(fleet: Fleet) -
     assert "/v1/executions/" not in err and "HTTP Request" not in err, err[-3000:]
 
 
-def _lines_until(stream: Any, want: int, timeout: float = 60) -> list[dict[str, Any]]:
-    """``want`` JSON lines read from ``stream`` (a CLI's stdout), or fail after ``timeout``."""
-    got: list[dict[str, Any]] = []
-    sel = selectors.DefaultSelector()
-    sel.register(stream, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
-    while len(got) < want:
-        left = deadline - time.monotonic()
-        assert left > 0, f"only {len(got)} of {want} events: {got}"
-        if sel.select(left):
-            line = stream.readline()
-            assert line, "the CLI ended"
-            got.append(json.loads(line))
-    return got
+class _Printed:
+    """The events a CLI printed (``-o json``: one per line), read by a thread of its own."""
+
+    def __init__(self, stream: Any) -> None:
+        self.ids: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            if line.strip():
+                with self._lock:
+                    self.ids.append(json.loads(line)["id"])
+
+    def wait_for(self, ids: list[str], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if set(ids) <= set(self.ids):
+                    return
+                seen = list(self.ids)
+            assert time.monotonic() < deadline, f"printed {seen}, waiting for {ids}"
+            time.sleep(0.05)
 
 
 def test_events_follow_reconnects_across_a_restart_and_prints_each_event_once(fleet: Fleet) -> None:
@@ -303,9 +312,10 @@ def test_events_follow_reconnects_across_a_restart_and_prints_each_event_once(fl
         stderr=subprocess.PIPE,
         text=True,
     )
+    printed = _Printed(cli.stdout)
     try:
         with control_api(fleet) as first:
-            printed = _lines_until(cli.stdout, len(before))
+            printed.wait_for(before)
             first.kill()  # as a node loss would: the stream breaks mid-way
             first.wait(10)
         time.sleep(1.0)  # nobody answers for a while: the CLI keeps trying
@@ -316,14 +326,13 @@ def test_events_follow_reconnects_across_a_restart_and_prints_each_event_once(fl
             r.reconcile(
                 spec, observe([(lost.execution_id, lost.seat, 2)], failed={lost.execution_id: "oom_killed"})
             )
-            after = [e.id for e in r.events(1000)]
-            new = [i for i in after if i not in before]
-            assert new, "the second failure wrote events"
-            printed += _lines_until(cli.stdout, len(new))
+            every = [e.id for e in r.events(1000)]
+            assert len(every) > len(before), "the second failure wrote events"
+            printed.wait_for(every)
     finally:
         cli.terminate()
-        _, err = cli.communicate(timeout=20)
-    ids = [e["id"] for e in printed]
-    assert ids == before + new  # each once, in order, none skipped
+        cli.wait(20)
+        err = cli.stderr.read() if cli.stderr else ""
+    assert printed.ids == every  # each once, in order, none skipped
     assert "the event stream broke" in err and "reconnecting" in err
     assert "Traceback" not in err

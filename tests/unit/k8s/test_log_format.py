@@ -87,6 +87,7 @@ def test_text_stays_the_default(stream: Err) -> None:
 
 
 def test_worker_json_lines_carry_the_same_fields(stream: Err) -> None:
+    worker_logs._IDENTITY.clear()  # a worker booted earlier in this process named itself
     worker_logs.configure("json")
     log = logging.getLogger("agentihooks_worker.boot")
     log.info("before the launch record")
