@@ -20,7 +20,7 @@ import functools
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -37,29 +37,28 @@ class LogFormat(StrEnum):
 
 
 @contextmanager
-def about_swarm(namespace: str, name: str, uid: str | None = None) -> Iterator[None]:
+def _bound(var: contextvars.ContextVar[dict[str, str] | None], value: dict[str, str]) -> Iterator[None]:
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def about_swarm(namespace: str, name: str, uid: str | None = None) -> AbstractContextManager[None]:
     """Lines logged inside name the Swarm ``namespace/name`` (in kopf's ``object`` shape)."""
     ref = {"apiVersion": SWARM_API_VERSION, "kind": "Swarm", "namespace": namespace, "name": name}
     if uid:
         ref["uid"] = uid
-    token = _SWARM.set(ref)
-    try:
-        yield
-    finally:
-        _SWARM.reset(token)
+    return _bound(_SWARM, ref)
 
 
-@contextmanager
-def about_attempt(execution_id: str, seat: str | None = None) -> Iterator[None]:
+def about_attempt(execution_id: str, seat: str | None = None) -> AbstractContextManager[None]:
     """Lines logged inside name the attempt (and its seat, when known)."""
     fields = {"execution_id": execution_id}
     if seat:
         fields["seat"] = seat
-    token = _ATTEMPT.set(fields)
-    try:
-        yield
-    finally:
-        _ATTEMPT.reset(token)
+    return _bound(_ATTEMPT, fields)
 
 
 def carry(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:

@@ -191,6 +191,18 @@ class RealCluster:
         assert found is not None
         return found
 
+    async def columns(self, name: str) -> dict[str, Any]:
+        """A Swarm's printer columns, wide ones included, as ``kubectl get swarms -o wide`` reads them
+        (the API server's Table answer)."""
+        r = await self.http.get(
+            SWARMS.format(ns=self.namespace) + f"/{name}",
+            headers={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
+        )
+        r.raise_for_status()
+        table = r.json()
+        [row] = table["rows"]
+        return {c["name"]: cell for c, cell in zip(table["columnDefinitions"], row["cells"], strict=True)}
+
     async def items(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         r = await self.http.get(f"/api/v1/namespaces/{namespace or self.namespace}/{resource}")
         r.raise_for_status()

@@ -321,51 +321,28 @@ async def recovery_loop(
     key = (namespace, name)
     trigger: asyncio.Event = memo["triggers"].setdefault(key, asyncio.Event())
     with logs.about_swarm(namespace, name, uid):  # every line of its passes names the Swarm
-        await _daemon(
-            name=name,
-            namespace=namespace,
-            uid=uid,
-            body=body,
-            memo=memo,
-            stopped=stopped,
-            trigger=trigger,
-            key=key,
-        )
-
-
-async def _daemon(
-    *,
-    name: str,
-    namespace: str,
-    uid: str,
-    body: Any,
-    memo: Any,
-    stopped: Any,
-    trigger: asyncio.Event,
-    key: tuple[str, str],
-) -> None:
-    try:
-        await _loop(
-            name=name,
-            namespace=namespace,
-            uid=uid,
-            body=body,
-            memo=memo,
-            stopped=stopped,
-            trigger=trigger,
-            key=key,
-        )
-    finally:
-        if memo.get("pipeline") is not None:
-            memo["pipeline"].unregister(key)
-        held: SwarmPass | None = memo["passes"].get(key)
-        if held is not None:
-            # Shutting down or the Swarm is gone: let another replica take over at once. kopf
-            # cancels a deleted Swarm's daemon right after signalling it; an await of the executor
-            # here was cancelled with it (a queued call is dropped), so the lease stayed held until
-            # its TTL. A thread of its own runs to the end whatever happens to this task.
-            give_up = bool(stopped) or _stopping_flag(memo)()
-            await _in_own_thread(memo, functools.partial(_wind_down, held, give_up), f"wind-down-{name}")
+        try:
+            await _loop(
+                name=name,
+                namespace=namespace,
+                uid=uid,
+                body=body,
+                memo=memo,
+                stopped=stopped,
+                trigger=trigger,
+                key=key,
+            )
+        finally:
+            if memo.get("pipeline") is not None:
+                memo["pipeline"].unregister(key)
+            held: SwarmPass | None = memo["passes"].get(key)
+            if held is not None:
+                # Shutting down or the Swarm is gone: let another replica take over at once. kopf
+                # cancels a deleted Swarm's daemon right after signalling it; an await of the executor
+                # here was cancelled with it (a queued call is dropped), so the lease stayed held until
+                # its TTL. A thread of its own runs to the end whatever happens to this task.
+                give_up = bool(stopped) or _stopping_flag(memo)()
+                await _in_own_thread(memo, functools.partial(_wind_down, held, give_up), f"wind-down-{name}")
 
 
 def _in_own_thread(memo: Any, call: Callable[[], None], name: str) -> asyncio.Future[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import redis
@@ -103,27 +104,31 @@ def test_seat_checkpoints_and_restore_request(world: World) -> None:
     assert naming.status_code == 403
 
 
+def _streamed(world: World, want: int, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The first ``want`` events of swarm-a's followed stream (an SSE answer), as the operator."""
+    auth = {"Authorization": f"Bearer {world.tokens['operator']}"}
+    with (
+        httpx.Client(base_url=world.url, timeout=30) as c,
+        c.stream(
+            "GET", "/v1/swarms/swarm-a/events", params={"follow": "true"}, headers={**auth, **(headers or {})}
+        ) as stream,
+    ):
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        seen: list[dict[str, Any]] = []
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                seen.append(json.loads(line[6:]))
+            if len(seen) == want:
+                break
+    return seen
+
+
 def test_events_json_and_follow_stream(world: World) -> None:
     world.fail()
     r = world.call("GET", "/v1/swarms/swarm-a/events", world.tokens["operator"], params={"count": 10})
     events = r.json()["events"]
     assert any(e["type"] == "fence" for e in events)
-    with (
-        httpx.Client(base_url=world.url, timeout=30) as c,
-        c.stream(
-            "GET",
-            "/v1/swarms/swarm-a/events",
-            params={"follow": "true"},
-            headers={"Authorization": f"Bearer {world.tokens['operator']}"},
-        ) as stream,
-    ):
-        assert stream.headers["content-type"].startswith("text/event-stream")
-        seen = []
-        for line in stream.iter_lines():
-            if line.startswith("data: "):
-                seen.append(json.loads(line[6:]))
-            if len(seen) == len(events):
-                break
+    seen = _streamed(world, len(events))
     assert [e["id"] for e in seen] == [e["id"] for e in events]
     assert (
         world.call(
@@ -140,21 +145,7 @@ def test_a_stream_resumed_with_last_event_id_starts_after_it(world: World) -> No
     events = world.call("GET", "/v1/swarms/swarm-a/events", world.tokens["operator"]).json()["events"]
     assert len(events) >= 2, events
     auth = {"Authorization": f"Bearer {world.tokens['operator']}"}
-    with (
-        httpx.Client(base_url=world.url, timeout=30) as c,
-        c.stream(
-            "GET",
-            "/v1/swarms/swarm-a/events",
-            params={"follow": "true"},
-            headers={**auth, "Last-Event-ID": events[0]["id"]},
-        ) as stream,
-    ):
-        ids = []
-        for line in stream.iter_lines():
-            if line.startswith("id: "):
-                ids.append(line[4:])
-            if len(ids) == len(events) - 1:
-                break
+    ids = [e["id"] for e in _streamed(world, len(events) - 1, {"Last-Event-ID": events[0]["id"]})]
     assert ids == [e["id"] for e in events[1:]]  # not the one the client already has
     with httpx.Client(base_url=world.url, timeout=30) as c:
         bad = c.get(

@@ -19,17 +19,6 @@ async def _ready(cluster: Cluster, name: str) -> dict[str, Any]:
     return next((c for c in conds if c["type"] == "Ready"), {})
 
 
-async def _column(cluster: Cluster, name: str) -> str:
-    r = await cluster.http.get(
-        f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/{name}",
-        headers={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
-    )
-    r.raise_for_status()
-    table = r.json()
-    names = [c["name"] for c in table["columnDefinitions"]]
-    return str(table["rows"][0]["cells"][names.index("Ready")])
-
-
 async def test_ready_follows_redis(cluster: Cluster, private_redis: RedisServer) -> None:
     await cluster.create_swarm("example", swarm_spec(interval=0.3))
     async with running_operator(cluster, private_redis.url):
@@ -41,7 +30,7 @@ async def test_ready_follows_redis(cluster: Cluster, private_redis: RedisServer)
         await eventually(reconciled, what="Ready True")
         swarm = await cluster.swarm("example")
         assert status_of(swarm) == "Current"
-        assert await _column(cluster, "example") == "True"
+        assert (await cluster.columns("example"))["Ready"] == "True"
         assert (await _ready(cluster, "example"))["observedGeneration"] == swarm["metadata"]["generation"]
         # A quiet Swarm is not rewritten by its passes (about seven of them in two seconds).
         before = swarm["metadata"]["resourceVersion"]
@@ -58,7 +47,7 @@ async def test_ready_follows_redis(cluster: Cluster, private_redis: RedisServer)
             cond = await eventually(down, timeout=60, what="Ready False: RedisUnavailable")
             assert cond["status"] == "False" and cond["message"].startswith("Redis cannot be reached: ")
             assert status_of(await cluster.swarm("example")) == "InProgress"
-            assert await _column(cluster, "example") == "False"
+            assert (await cluster.columns("example"))["Ready"] == "False"
         finally:
             private_redis.start()
         await eventually(reconciled, timeout=60, what="Ready True once Redis is back")

@@ -232,16 +232,9 @@ async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
 
 
 async def _ready_column(cluster: Cluster, name: str) -> tuple[str, str]:
-    """The Ready and Reason printer columns as ``kubectl get swarms -o wide`` shows them (the Table API)."""
-    r = await cluster.http.get(
-        f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/{name}",
-        headers={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
-    )
-    r.raise_for_status()
-    table = r.json()
-    names = [c["name"] for c in table["columnDefinitions"]]
-    [row] = table["rows"]
-    return row["cells"][names.index("Ready")], row["cells"][names.index("Reason")]
+    """The Ready and Reason printer columns as ``kubectl get swarms -o wide`` shows them."""
+    columns = await cluster.columns(name)
+    return columns["Ready"], columns["Reason"]
 
 
 def _operator_only_invalid() -> dict[str, object]:

@@ -117,6 +117,16 @@ def test_embedded_redis_has_aof_and_a_claim(helm: Helm) -> None:
     }
 
 
+WATCH = "rbac.watchNamespaces={agents}"
+
+
+def _install_notes(helm: Helm, *values: str) -> str:
+    """The NOTES a ``helm install --dry-run`` of the chart with ``values`` prints."""
+    res = helm.run("install", "rel", str(CHART), "--dry-run=client", "--namespace", NAMESPACE, *values)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.split("NOTES:", 1)[1]
+
+
 def test_embedded_redis_without_persistence_runs_on_an_empty_dir_and_says_so(helm: Helm) -> None:
     """For a cluster without storage: no claim (nothing stays Pending), an emptyDir, a warning."""
     values = {"redis": {"embedded": {"persistence": {"enabled": False, "size": "1Gi"}}}}
@@ -127,31 +137,9 @@ def test_embedded_redis_without_persistence_runs_on_an_empty_dir_and_says_so(hel
     assert volumes["data"] == {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}}
     redis = sts["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "data", "mountPath": "/data"} in redis["volumeMounts"]
-    res = helm.run(
-        "install",
-        "rel",
-        str(CHART),
-        "--dry-run=client",
-        "--namespace",
-        NAMESPACE,
-        "--set",
-        "redis.embedded.persistence.enabled=false",
-        "--set",
-        "rbac.watchNamespaces={agents}",
-    )
-    assert res.returncode == 0, res.stderr
-    assert "WARNING: redis.embedded.persistence.enabled=false" in res.stdout.split("NOTES:", 1)[1]
-    default = helm.run(
-        "install",
-        "rel",
-        str(CHART),
-        "--dry-run=client",
-        "--namespace",
-        NAMESPACE,
-        "--set",
-        "rbac.watchNamespaces={agents}",
-    )
-    assert default.returncode == 0 and "persistence.enabled=false" not in default.stdout.split("NOTES:", 1)[1]
+    warned = _install_notes(helm, "--set", "redis.embedded.persistence.enabled=false", "--set", WATCH)
+    assert "WARNING: redis.embedded.persistence.enabled=false" in warned
+    assert "persistence.enabled=false" not in _install_notes(helm, "--set", WATCH)
     bad = helm.template({"redis": {"embedded": {"persistence": {"enabled": "no"}}}})
     assert bad.returncode != 0 and "enabled" in bad.stderr
 
@@ -363,18 +351,7 @@ def test_a_single_namespace_trial_is_allowed_when_asked_for(helm: Helm) -> None:
 
 
 def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
-    res = helm.run(
-        "install",
-        "rel",
-        str(CHART),
-        "--dry-run=client",
-        "--namespace",
-        NAMESPACE,
-        "--values",
-        str(VALUE_SETS["external-redis"]),
-    )
-    assert res.returncode == 0, res.stderr
-    notes = res.stdout.split("NOTES:", 1)[1]
+    notes = _install_notes(helm, "--values", str(VALUE_SETS["external-redis"]))
     assert "/v1/executions/$EXECUTION/restore-decision" in notes
     assert "port-forward svc/rel-agentihooks-recovery" in notes
     assert "get secret agentihooks-operator-token" in notes
