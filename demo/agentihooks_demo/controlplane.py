@@ -39,6 +39,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "control-plane.sh"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: Services' ClusterIPs; the first is the ``kubernetes`` Service's.
+SERVICE_CIDR = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -102,10 +105,19 @@ class ControlPlane:
 
     ``fast_node_lifecycle`` (the tests' default) makes a silent node NotReady in 4 s and evicts its
     Pods 2 s later; without it the control plane keeps Kubernetes' default timings (the demo's).
+
+    The API server listens on loopback only. ``advertise`` is the address the ``kubernetes`` Service's
+    endpoints name (what a Pod reaches through the Service's ClusterIP, 10.0.0.1): loopback by
+    default; the tests give the real node's address, where the node relays to loopback
+    (tests/testsupport/nodenet.py). The serving certificate names both, the ClusterIP and the
+    Service's DNS names, so an in-cluster client verifies it whichever way it came.
     """
 
-    def __init__(self, bindir: Path, workdir: Path, *, fast_node_lifecycle: bool = True) -> None:
+    def __init__(
+        self, bindir: Path, workdir: Path, *, fast_node_lifecycle: bool = True, advertise: str = "127.0.0.1"
+    ) -> None:
         self.bindir = bindir
+        self.advertise = advertise
         self.workdir = workdir
         self.fast_node_lifecycle = fast_node_lifecycle
         self.pki_dir = workdir / "pki"
@@ -113,7 +125,19 @@ class ControlPlane:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.ca = Authority(self.pki_dir)
         self.serving = self.ca.issue(
-            "apiserver", "kube-apiserver", server=True, hosts=("127.0.0.1", "localhost", "kubernetes")
+            "apiserver",
+            "kube-apiserver",
+            server=True,
+            hosts=(
+                "127.0.0.1",
+                "localhost",
+                advertise,
+                KUBERNETES_SERVICE_IP,
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ),
         )
         self.admin = self.ca.issue("admin", "envtest-admin", orgs=("system:masters",))
         self.kcm_identity = self.ca.issue("kcm", "system:kube-controller-manager")
@@ -166,7 +190,7 @@ class ControlPlane:
             [
                 f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
                 "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--advertise-address={self.advertise}",
                 f"--secure-port={self.port}",
                 f"--cert-dir={pki}",
                 f"--tls-cert-file={self.serving.cert}",
@@ -178,7 +202,7 @@ class ControlPlane:
                 f"--api-audiences={ISSUER}",
                 f"--service-account-key-file={self.sa_keys.cert}",
                 f"--service-account-signing-key-file={self.sa_keys.key}",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
                 *self._toleration_flags(),
                 f"--audit-policy-file={self.audit_policy}",
                 f"--audit-log-path={self.audit_log}",
@@ -325,9 +349,11 @@ class ControlPlane:
 
 
 @contextlib.contextmanager
-def control_plane(workdir: Path, bindir: Path, *, fast_node_lifecycle: bool = True) -> Iterator[ControlPlane]:
+def control_plane(
+    workdir: Path, bindir: Path, *, fast_node_lifecycle: bool = True, advertise: str = "127.0.0.1"
+) -> Iterator[ControlPlane]:
     """The control plane started in ``workdir``, stopped (and its etcd data removed) on exit."""
-    plane = ControlPlane(bindir, workdir, fast_node_lifecycle=fast_node_lifecycle)
+    plane = ControlPlane(bindir, workdir, fast_node_lifecycle=fast_node_lifecycle, advertise=advertise)
     try:
         plane.start()
         yield plane

@@ -61,6 +61,10 @@ def find_binaries() -> Path:
 
 @contextlib.contextmanager
 def control_plane(workdir: Path) -> Iterator[ControlPlane]:
-    """The control plane (test-speed node lifecycle) in ``workdir``; stopped and its etcd data removed."""
-    with _control_plane(workdir, find_binaries()) as plane:
+    """The control plane (test-speed node lifecycle) in ``workdir``; stopped and its etcd data removed.
+    It advertises the real node's address, so Pods on that node reach it through the ``kubernetes``
+    Service (the node relays that address to the loopback API server while it is up)."""
+    from .realnode import NODE_IP
+
+    with _control_plane(workdir, find_binaries(), advertise=NODE_IP) as plane:
         yield plane

@@ -63,7 +63,7 @@ class Helm:
         self.binary = binary
         self.home = home
 
-    def run(self, *args: str) -> HelmResult:
+    def run(self, *args: str, timeout: float = 120) -> HelmResult:
         env = {
             "HOME": str(self.home),
             "PATH": os.environ.get("PATH", ""),
@@ -72,7 +72,7 @@ class Helm:
             "HELM_DATA_HOME": str(self.home / "data"),
         }
         proc = subprocess.run(
-            [str(self.binary), *args], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT
+            [str(self.binary), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
         )
         return HelmResult(proc.returncode, proc.stdout, proc.stderr)
 

@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PAUSE_REF = "agentihooks.local/pause:1"
 PROBE_REF = "agentihooks.local/probe:1"
+REDIS_REPOSITORY = "agentihooks.local/redis"
 PAUSE_C = r"""
 #include <signal.h>
 #include <unistd.h>
@@ -57,11 +58,13 @@ exec /bin/busybox sleep 100000
 BUSYBOX = Path("/bin/busybox")
 
 
-def _layer(files: dict[str, tuple[bytes, int]]) -> bytes:
-    """A layer tar holding ``path -> (content, mode)`` (folders made as needed, owned by root)."""
+def _layer(files: dict[str, tuple[bytes, int]], links: dict[str, str] | None = None) -> bytes:
+    """A layer tar holding ``path -> (content, mode)`` and symbolic ``links`` (``path -> target``);
+    folders made as needed, all owned by root."""
     out = io.BytesIO()
+    links = links or {}
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        folders = sorted({str(Path(p).parent) for p in files} - {"."})
+        folders = sorted({str(parent) for p in [*files, *links] for parent in Path(p).parents} - {"."})
         for folder in folders:
             info = tarfile.TarInfo(folder)
             info.type, info.mode = tarfile.DIRTYPE, 0o755
@@ -70,6 +73,10 @@ def _layer(files: dict[str, tuple[bytes, int]]) -> bytes:
             info = tarfile.TarInfo(path)
             info.size, info.mode = len(content), mode
             tar.addfile(info, io.BytesIO(content))
+        for path, target in sorted(links.items()):
+            info = tarfile.TarInfo(path)
+            info.type, info.linkname, info.mode = tarfile.SYMTYPE, target, 0o777
+            tar.addfile(info)
     return out.getvalue()
 
 
@@ -138,6 +145,50 @@ def probe_image(folder: Path) -> Path:
     part.write_bytes(docker_archive(PROBE_REF, layer, config))
     part.rename(target)
     return target
+
+
+def _shared_libraries(binary: Path) -> list[Path]:
+    """The files ``ldd`` says ``binary`` loads (its dynamic loader included)."""
+    res = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True)
+    found = []
+    for line in res.stdout.splitlines():
+        words = line.split()
+        path = words[2] if "=>" in words and len(words) > 2 else words[0] if words else ""
+        if path.startswith("/"):
+            found.append(Path(path))
+    return found
+
+
+def redis_image(folder: Path) -> tuple[str, Path]:
+    """``(ref, tarball)`` of the Redis image made from this machine's redis-server (see the module)."""
+    binaries = {"redis-server": shutil.which("redis-server"), "redis-cli": shutil.which("redis-cli")}
+    if None in binaries.values() or not BUSYBOX.exists():
+        raise RuntimeError(
+            "the Redis image needs redis-server, redis-cli and busybox-static (apt-get install)"
+        )
+    files: dict[str, tuple[bytes, int]] = {"bin/busybox": (BUSYBOX.read_bytes(), 0o755)}
+    for name, where in binaries.items():
+        real = Path(where or "").resolve()
+        files[f"usr/bin/{name}"] = (real.read_bytes(), 0o755)
+        for lib in _shared_libraries(real):
+            files[str(lib).lstrip("/")] = (lib.resolve().read_bytes(), 0o755)  # where ldd found it
+    links = {"bin/sh": "busybox", "bin/grep": "busybox"}
+    digest = hashlib.sha256()
+    for path, (content, _) in sorted(files.items()):
+        digest.update(path.encode() + hashlib.sha256(content).digest())
+    version = subprocess.run(
+        [binaries["redis-server"] or "", "--version"], capture_output=True, text=True, check=False
+    ).stdout
+    tag = version.split("v=")[1].split()[0] if "v=" in version else "local"
+    ref = f"{REDIS_REPOSITORY}:{tag}-{digest.hexdigest()[:12]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"redis-{digest.hexdigest()[:16]}.tar"
+    if not target.exists():
+        config = {"Env": ["PATH=/usr/bin:/bin"], "Cmd": ["redis-server"], "User": "999:999"}
+        part = target.with_suffix(".part")
+        part.write_bytes(docker_archive(ref, _layer(files, links), config))
+        part.rename(target)
+    return ref, target
 
 
 def project_images() -> dict[str, tuple[str, Path]]:

@@ -17,7 +17,12 @@ OOM-killed by the kernel. What it takes on this machine kind is in
   ClusterRole;
 - kube-scheduler, so Pods the operator creates without a node get this one; the node carries a
   label and a NoSchedule taint (``MARK``) that only Pods built from :data:`POD_TEMPLATE` select and
-  tolerate, so Pods of tests meant for the simulated kubelet never land here.
+  tolerate, so Pods of tests meant for the simulated kubelet never land here;
+- the cluster network a Pod expects (what the chart installed in Pods needs): kube-proxy in
+  iptables mode turns Services' ClusterIPs (10.0.0.0/24, routed from the Pods) into their
+  endpoints, the ``kubernetes`` Service's included (the control plane advertises ``NODE_IP``, and
+  :mod:`testsupport.nodenet` relays it to the loopback API server), and Service names resolve
+  through ``nodenet``'s DNS on ``NODE_IP`` (the kubelet's ``clusterDNS``).
 
 The node touches host-wide state (``lo``'s address, the bridge, iptables,
 ``kubepods`` cgroups), so one real node runs per machine at a time: ``up``
@@ -36,13 +41,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from agentihooks_demo.controlplane import ControlPlane, write_kubeconfig
+from agentihooks_demo.controlplane import SERVICE_CIDR, ControlPlane, free_port, write_kubeconfig
 
 from .images import PAUSE_REF, pause_image
 
@@ -212,18 +218,21 @@ class RealNode:
         for folder in ("run", "containerd", "kubelet", "logs", "pod-logs", "cni/net.d", "cni/ipam", "pki"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         self._network()
+        self._start_nodenet()
         self._start_containerd()
         self.import_image(pause_image(IMAGES))
         self._start_kubelet(binaries)
         self._start_scheduler(binaries)
+        self._start_proxy(binaries)
         self.wait_ready(timeout)
         return self
 
     def down(self) -> None:
-        for name in ("kube-scheduler", "kubelet"):
+        for name in ("kube-proxy", "kube-scheduler", "kubelet"):
             self._stop(name)
         self._delete_containers()
         self._stop("containerd")
+        self._stop("nodenet")
         clean(self.root)
         with contextlib.suppress(OSError), self.plane.client() as http:
             http.delete(f"/api/v1/nodes/{self.name}")
@@ -268,7 +277,8 @@ class RealNode:
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": POD_CIDR}]],
-                        "routes": [{"dst": "10.88.0.0/16"}],
+                        # the Pod network and the Services' ClusterIPs (kube-proxy on the host): nothing else
+                        "routes": [{"dst": "10.88.0.0/16"}, {"dst": SERVICE_CIDR}],
                         "dataDir": str(self.root / "cni" / "ipam"),
                     },
                 }
@@ -374,6 +384,8 @@ state = "{self.root / "run" / "containerd"}"
             "podLogsDir": str(self.root / "pod-logs"),
             "failSwapOn": False,
             "resolvConf": "",
+            "clusterDNS": [NODE_IP],  # testsupport.nodenet answers Service names from the API
+            "clusterDomain": "cluster.local",
             "serializeImagePulls": False,
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
@@ -422,11 +434,59 @@ state = "{self.root / "run" / "containerd"}"
             ],
         )
 
+    def _start_nodenet(self) -> None:
+        """DNS for Service names and the API server relay on ``NODE_IP`` (:mod:`testsupport.nodenet`)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "testsupport.nodenet",
+            f"--root={self.root}",
+            f"--listen={NODE_IP}",
+            f"--relay-port={self.plane.port}",
+            f"--relay-to=127.0.0.1:{self.plane.port}",
+            f"--api={self.plane.url}",
+            f"--ca={self.plane.ca.cert}",
+            f"--cert={self.plane.admin.cert}",
+            f"--key={self.plane.admin.key}",
+        ]
+        log = (self.logs / "nodenet.log").open("ab")
+        env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
+        self.procs["nodenet"] = proc  # type: ignore[assignment]
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line.strip() != b"ready":
+            raise NodeUnavailable(f"the node's DNS and API relay did not start:\n{self._log_tail('nodenet')}")
+
+    def _start_proxy(self, binaries: Path) -> None:
+        pki = self.root / "pki"
+        identity = self.plane.ca.issue("kube-proxy", "system:kube-proxy")  # bound to system:node-proxier
+        kubeconfig = write_kubeconfig(
+            pki / "proxy.kubeconfig", self.plane.url, self.plane.ca.cert, client=identity
+        )
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+            "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": str(kubeconfig)},
+            "mode": "iptables",
+            "hostnameOverride": self.name,
+            "clusterCIDR": POD_CIDR,
+            "bindAddress": NODE_IP,
+            "healthzBindAddress": f"127.0.0.1:{free_port()}",
+            "metricsBindAddress": f"127.0.0.1:{free_port()}",
+            "nodePortAddresses": [f"{NODE_IP}/32"],  # never the machine's own addresses
+            # no conntrack sysctls: this machine's /proc/sys may refuse them, and the defaults serve
+            "conntrack": {"maxPerCore": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+        }
+        path = pki / "proxy.yaml"
+        path.write_text(json.dumps(config))
+        self._spawn("kube-proxy", [str(binaries / "kube-proxy"), f"--config={path}", "--v=1"])
+
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         with self.plane.client() as http:
             while True:
-                for name in ("containerd", "kubelet", "kube-scheduler"):
+                for name in ("containerd", "kubelet", "kube-scheduler", "kube-proxy", "nodenet"):
                     if self.procs[name].poll() is not None:
                         raise NodeUnavailable(f"{name} exited:\n{self._log_tail(name)}")
                 if _ready(http, self.name):
@@ -462,7 +522,6 @@ def _ready(http: httpx.Client, name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     """``python -m testsupport.realnode clean|check``: remove what a (killed) run left, or say whether
     this machine can host a node."""
-    import sys
 
     args = sys.argv[1:] if argv is None else argv
     if args == ["clean"]:

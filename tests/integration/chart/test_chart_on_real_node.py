@@ -1,0 +1,348 @@
+"""The chart installed as a user installs it, with its own images, on Pods a real node runs (issue 24).
+
+``helm install`` (the pinned helm, near-default values) puts the operator and the chart's Redis into
+real containers on the real node (testsupport/realnode.py): the operator image built here from
+deploy/Dockerfile.operator, and a Redis image made from this machine's redis-server (the chart's
+default names a registry this machine cannot reach). Both namespaces enforce Pod Security
+``restricted``, so every Pod the chart or the operator makes was admitted under it. What a real
+cluster gives and the other tiers simulate is real here:
+
+- the operator runs with **in-cluster configuration**: its ServiceAccount token from the projected
+  volume, the API server through the ``kubernetes`` Service (kube-proxy's iptables rules to the
+  address the API server advertises) and Redis through its Service's DNS name (the node's DNS);
+- its container really runs as the chart asks: a non-root user, no capabilities, no new
+  privileges, seccomp and a read-only root, read from its process on this machine;
+- a worker Pod's harness exits 3: the operator in its Pod fences it ``application_exit`` and
+  releases it once; a master's decision, posted with the ``agentihooks`` CLI to the control API
+  through its Service, launches exactly one replacement (the API server's audit log counts the
+  operator's creates), which really runs;
+- ``helm upgrade`` replaces the operator's Pod and relaunches nothing: the replacement keeps
+  running, no Pod is created or fenced again;
+- ``helm uninstall`` runs the pre-delete hook as a real Job on the node (its identity's calls are in
+  the audit log), which stops the operator and takes its finalizer off the Swarm.
+
+One flow, in order, on one release: each step stands on the one before (a release costs about a
+minute to install on two cores).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import yaml
+from agentihooks_demo.cluster import create_namespace
+from agentihooks_operator.recovery import FenceRecord
+from testsupport.controlplane import ControlPlane
+from testsupport.helm import CHART, Helm
+from testsupport.images import PROBE_REF, project_images, redis_image
+from testsupport.kube import eventually
+from testsupport.realcluster import swarm_body
+from testsupport.realnode import IMAGES, MARK, POD_TEMPLATE, proc_status
+from testsupport.recovery import keys_of
+
+pytestmark = pytest.mark.slow
+
+RELEASE = "rel"
+FULLNAME = f"{RELEASE}-agentihooks-recovery"
+SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
+FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+TOKEN = "operator-token-for-the-real-node-" + uuid.uuid4().hex
+ON_NODE = {"nodeSelector": {MARK: "true"}, "tolerations": POD_TEMPLATE["tolerations"]}
+
+
+def _ref(ref: str) -> dict[str, str]:
+    repository, _, tag = ref.rpartition(":")
+    return {"repository": repository, "tag": tag, "pullPolicy": "Never"}
+
+
+def _probe_swarm() -> dict[str, Any]:
+    return {
+        "image": PROBE_REF,
+        "harness": {"name": "claude", "command": ["claude", "-p", "work"]},
+        "seats": [{"name": "eng-1", "project": "github.com/acme/app", "task": {"id": "t-1", "text": "task"}}],
+        "recovery": {"automation": True, "passIntervalSeconds": 0.5},
+        "podTemplate": {
+            "spec": {
+                **POD_TEMPLATE,
+                "terminationGracePeriodSeconds": 2,
+                "container": {
+                    "imagePullPolicy": "Never",
+                    "env": [{"name": "PROBE_MODE", "value": "exit"}],
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "48Mi"}},
+                },
+            }
+        },
+    }
+
+
+class Node:
+    """What the test reads from the API server and the real node."""
+
+    def __init__(self, plane: ControlPlane, real_node: Any) -> None:
+        self.plane = plane
+        self.real_node = real_node
+        self.http = plane.client(timeout=15)
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        r = self.http.get(path)
+        return r.json() if r.status_code == 200 else None
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        r = self.http.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector})
+        r.raise_for_status()
+        return list(r.json()["items"])
+
+    def process_of(self, pod: dict[str, Any]) -> Path:
+        """The /proc folder of the Pod's (first) container's process, found through containerd."""
+        cid = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
+        for line in self.real_node.ctr("tasks", "list").stdout.splitlines()[1:]:
+            words = line.split()
+            if words and words[0] == cid:
+                return Path("/proc") / words[1]
+        raise AssertionError(f"no containerd task for {cid}")
+
+    def creates(self, user: str, namespace: str, resource: str = "pods") -> list[str]:
+        """Names of the objects ``user`` really created (2xx) in ``namespace``, from the audit log."""
+        names = []
+        for e in self.plane.audit_events():
+            ref = e.get("objectRef") or {}
+            code = int((e.get("responseStatus") or {}).get("code") or 0)
+            if (
+                e.get("stage") == "ResponseComplete"
+                and (e.get("user") or {}).get("username") == user
+                and e.get("verb") == "create"
+                and ref.get("resource") == resource
+                and not ref.get("subresource")
+                and ref.get("namespace") == namespace
+                and 200 <= code < 300
+            ):
+                names.append(
+                    str(ref.get("name") or (e.get("responseObject") or {}).get("metadata", {}).get("name"))
+                )
+        return names
+
+    def diagnose(self, *namespaces: str) -> str:
+        """What a failure report needs: each Pod's state and the tail of its containers' logs."""
+        lines = []
+        for ns in namespaces:
+            for pod in self.pods(ns, ""):
+                meta, status = pod["metadata"], pod.get("status") or {}
+                lines.append(f"pod {ns}/{meta['name']}: {status.get('phase')} {status.get('conditions')}")
+                for c in status.get("containerStatuses") or []:
+                    lines.append(f"  {c['name']}: {c.get('state')} restarts={c.get('restartCount')}")
+                folder = self.real_node.root / "pod-logs"
+                for log in folder.glob(f"{ns}_{meta['name']}_*/*/*.log"):
+                    lines.append(f"  {log.relative_to(folder)}:\n" + log.read_text(errors="replace")[-3000:])
+        return "\n".join(lines)
+
+    def calls(self, user: str) -> list[tuple[str, str, int]]:
+        out = []
+        for e in self.plane.audit_events():
+            if e.get("stage") == "ResponseComplete" and (e.get("user") or {}).get("username") == user:
+                ref = e.get("objectRef") or {}
+                out.append((str(e["verb"]), str(ref.get("resource")), int(e["responseStatus"]["code"])))
+        return out
+
+
+def _ready(pod: dict[str, Any] | None) -> bool:
+    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _running(pod: dict[str, Any] | None) -> bool:
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    return bool(statuses) and "running" in (statuses[0].get("state") or {})
+
+
+@pytest.fixture(scope="module")
+def node(control_plane: ControlPlane, real_node: Any) -> Iterator[Node]:
+    n = Node(control_plane, real_node)
+    yield n
+    n.http.close()
+
+
+@pytest.fixture(scope="module")
+def images(real_node: Any) -> dict[str, str]:
+    operator_ref, operator_tar = project_images()["operator"]
+    redis_ref, redis_tar = redis_image(IMAGES)
+    real_node.import_image(operator_tar)
+    real_node.import_image(redis_tar)
+    return {"operator": operator_ref, "redis": redis_ref}
+
+
+def _helm(node: Node, helm: Helm, namespace: str, *args: str) -> str:
+    kube = ("--namespace", namespace, "--kubeconfig", str(node.plane.admin_kubeconfig), "--timeout", "5m")
+    res = helm.run(*args, *kube, timeout=330)
+    assert res.returncode == 0, f"helm {args[0]} failed:\n{res.stderr.strip()}\n{node.diagnose(namespace)}"
+    return res.stdout
+
+
+def _cli(control_url: str, *args: str) -> dict[str, Any]:
+    """The ``agentihooks`` CLI as a master's operator runs it, JSON out."""
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "agentihooks"),
+            "--control-url",
+            control_url,
+            "--token",
+            TOKEN,
+            *args,
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert res.returncode == 0, f"agentihooks {' '.join(args)}: {res.stderr.strip()}"
+    return dict(json.loads(res.stdout))
+
+
+def _fence(node: Node, namespace: str, swarm: str, execution_id: str) -> FenceRecord | None:
+    """The attempt's fence record, read from the chart's Redis through its Service (its password
+    from the Secret the chart generated)."""
+    service = node.get(f"/api/v1/namespaces/{namespace}/services/{FULLNAME}-redis") or {}
+    secret = node.get(f"/api/v1/namespaces/{namespace}/secrets/{FULLNAME}-redis-auth") or {}
+    password = base64.b64decode(secret["data"]["redis-password"]).decode()
+    client = redis.Redis(host=service["spec"]["clusterIP"], port=6379, password=password)
+    try:
+        raw = client.hget(keys_of(client, swarm).attempt_fences, execution_id)
+    finally:
+        client.close()
+    return FenceRecord.model_validate_json(raw) if raw else None
+
+
+async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
+    control_plane: ControlPlane, session_helm: Helm, node: Node, images: dict[str, str]
+) -> None:
+    plane, helm = control_plane, session_helm
+    suffix = uuid.uuid4().hex[:6]
+    system, agents = f"ah-sys-{suffix}", f"ah-agents-{suffix}"
+    create_namespace(plane, system)  # both enforce Pod Security "restricted"
+    create_namespace(plane, agents)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "operator-token", "namespace": system},
+        "stringData": {"token": TOKEN},
+    }
+    assert node.http.post(f"/api/v1/namespaces/{system}/secrets", json=secret).status_code == 201
+    values = {
+        "operator": {
+            "image": _ref(images["operator"]),
+            "operatorToken": {"existingSecret": "operator-token"},
+            **ON_NODE,
+        },
+        "redis": {"embedded": {"image": _ref(images["redis"]), "persistence": {"enabled": False}, **ON_NODE}},
+        "rbac": {"watchNamespaces": [agents]},
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=helm.home, delete=False) as f:
+        yaml.safe_dump(values, f)
+    installed = False
+    try:
+        # 1. Installed with --wait: the operator is Ready only with the API server and Redis reached.
+        _helm(node, helm, system, "install", RELEASE, str(CHART), "--values", f.name, "--wait")
+        installed = True
+        operator = node.pods(system, "app.kubernetes.io/component=operator")
+        redis_pods = node.pods(system, "app.kubernetes.io/component=redis")
+        assert len(operator) == 1 and len(redis_pods) == 1, (operator, redis_pods)
+        for pod in (*operator, *redis_pods):
+            assert pod["spec"]["nodeName"] == node.real_node.name
+            assert _ready(pod), pod["status"]
+        proc = node.process_of(operator[0])
+        assert proc_status(proc, "Uid").split()[0] != "0"
+        assert proc_status(proc, "CapEff") == "0000000000000000"
+        assert proc_status(proc, "NoNewPrivs") == "1"
+        assert proc_status(proc, "Seccomp") == "2"
+        root = next(ln for ln in (proc / "mountinfo").read_text().splitlines() if ln.split()[4] == "/")
+        assert "ro" in root.split()[5].split(","), root
+        environ = (proc / "environ").read_bytes().split(b"\0")
+        assert not any(v.startswith(b"KUBECONFIG=") for v in environ)  # in-cluster configuration only
+        account = operator[0]["spec"]["serviceAccountName"]
+        user = f"system:serviceaccount:{system}:{account}"
+
+        # 2. A real death: the probe's first generation exits 3.
+        r = node.http.post(SWARMS.format(ns=agents), json=swarm_body("probe", _probe_swarm()))
+        assert r.status_code == 201, r.text
+        service = node.get(f"/api/v1/namespaces/{system}/services/{FULLNAME}") or {}
+        control_url = f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}"
+
+        async def fenced_card() -> dict[str, Any] | None:
+            status = _cli(control_url, "swarm", "probe", "-n", agents, "status")
+            cards = [h for h in status.get("handoffs", []) if h.get("seat") == "eng-1"]
+            return cards[0] if cards and cards[0].get("reason") == "application_exit" else None
+
+        card = await eventually(fenced_card, timeout=120, what="the seat fenced application_exit")
+        first = card["execution_id"]
+        await eventually(
+            lambda: (
+                (got := _fence(node, system, "probe", first)) is not None
+                and got.released == ["grant", "account"]
+            ),
+            timeout=60,
+            what="both releases recorded once",
+        )
+        assert node.creates(user, agents) == [f"swarm-{first}"], "one Pod before the decision"
+        decided = _cli(control_url, "swarm", "probe", "-n", agents, "restore-decision", "eng-1", "fresh")
+        assert decided["execution_id"] == first, decided
+
+        async def replacement_running() -> dict[str, Any] | None:
+            pods = [
+                p
+                for p in node.pods(agents, "swarm.agentihooks.io/generation=2")
+                if p["metadata"]["labels"].get("swarm.agentihooks.io/swarm") in (None, "probe")
+            ]
+            return pods[0] if pods and _running(pods[0]) else None
+
+        second = await eventually(replacement_running, timeout=120, what="the replacement running")
+        assert second["spec"]["nodeName"] == node.real_node.name
+        created = node.creates(user, agents)
+        assert len(created) == 2 and created[0] == f"swarm-{first}", created
+
+        # 3. helm upgrade: a new operator Pod, nothing relaunched.
+        _helm(
+            node, helm, system, "upgrade", RELEASE, str(CHART), "--reuse-values",
+            "--set", "operator.logFormat=json", "--wait",
+        )  # fmt: skip
+        upgraded = node.pods(system, "app.kubernetes.io/component=operator")
+        live = [p for p in upgraded if not p["metadata"].get("deletionTimestamp")]
+        assert [p["metadata"]["name"] for p in live] != [operator[0]["metadata"]["name"]]
+
+        async def new_operator_passed() -> bool:
+            status = _cli(control_url, "swarm", "probe", "-n", agents, "status")
+            return any(s.get("seat") == "eng-1" for s in status.get("seats", []))
+
+        await eventually(new_operator_passed, timeout=90, what="the upgraded operator answering")
+        await asyncio.sleep(5)  # ten passes of the new operator
+        again = node.get(f"/api/v1/namespaces/{agents}/pods/{second['metadata']['name']}")
+        assert again is not None and again["metadata"]["uid"] == second["metadata"]["uid"] and _running(again)
+        assert again["status"]["containerStatuses"][0]["restartCount"] == 0
+        assert len(node.creates(user, agents)) == 2, node.creates(user, agents)
+
+        # 4. helm uninstall: the hook Job runs on the node, stops the operator, frees the Swarm.
+        _helm(node, helm, system, "uninstall", RELEASE, "--wait")
+        installed = False
+        hook_calls = node.calls(f"system:serviceaccount:{system}:{FULLNAME}-uninstall")
+        assert any(
+            verb == "patch" and res == "swarms" and 200 <= code < 300 for verb, res, code in hook_calls
+        ), hook_calls
+        swarm = node.get(SWARMS.format(ns=agents) + "/probe") or {}
+        assert FINALIZER not in (swarm.get("metadata", {}).get("finalizers") or []), swarm["metadata"]
+        assert node.pods(system, "app.kubernetes.io/component=operator") == []
+    finally:
+        if installed:
+            helm.run("uninstall", RELEASE, "--namespace", system, "--kubeconfig", str(plane.admin_kubeconfig))
+        for ns in (agents, system):
+            node.http.delete(f"/api/v1/namespaces/{ns}")
