@@ -33,8 +33,8 @@ And a fault: the kubelet restarted (down 1 s) as the first attempt dies, as the 
 as the replacement Pod appears and while it runs starts nothing twice: one fence, one replacement
 Pod, one container for it in containerd, never restarted.
 
-The real worker image dies on this node in test_real_worker_image.py; left to later work: the chart
-installed with its own images.
+The real worker image dies on this node in test_real_worker_image.py; the chart installed with its
+own images (the operator itself in a Pod) in tests/integration/chart/test_chart_on_real_node.py.
 """
 
 from __future__ import annotations
