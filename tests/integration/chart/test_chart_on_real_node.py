@@ -12,10 +12,12 @@ cluster gives and the other tiers simulate is real here:
   address the API server advertises) and Redis through its Service's DNS name (the node's DNS);
 - its container really runs as the chart asks: a non-root user, no capabilities, no new
   privileges, seccomp and a read-only root, read from its process on this machine;
-- a worker Pod's harness exits 3: the operator in its Pod fences it ``application_exit`` and
-  releases it once; a master's decision, posted with the ``agentihooks`` CLI to the control API
-  through its Service, launches exactly one replacement (the API server's audit log counts the
-  operator's creates), which really runs;
+- a seat runs in the worker image built from deploy/Dockerfile.worker; its first attempt's harness
+  exits 3: the operator in its Pod fences it ``application_exit`` and releases it once; a master's
+  decision, posted with the ``agentihooks`` CLI to the control API through its Service, launches
+  exactly one replacement (the API server's audit log counts the operator's creates), whose real
+  worker entrypoint verifies its start and reports it to the control API through the Service's DNS
+  name the chart gave it, before its harness runs;
 - ``helm upgrade`` replaces the operator's Pod and relaunches nothing: the replacement keeps
   running, no Pod is created or fenced again;
 - ``helm uninstall`` runs the pre-delete hook as a real Job on the node (its identity's calls are in
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -45,7 +48,7 @@ from agentihooks_demo.cluster import create_namespace
 from agentihooks_operator.recovery import FenceRecord
 from testsupport.controlplane import ControlPlane
 from testsupport.helm import CHART, Helm
-from testsupport.images import PROBE_REF, project_images, redis_image
+from testsupport.images import project_images, redis_image
 from testsupport.kube import eventually
 from testsupport.realcluster import swarm_body
 from testsupport.realnode import IMAGES, MARK, POD_TEMPLATE, proc_status
@@ -66,24 +69,35 @@ def _ref(ref: str) -> dict[str, str]:
     return {"repository": repository, "tag": tag, "pullPolicy": "Never"}
 
 
-def _probe_swarm() -> dict[str, Any]:
+#: The seat's harness: the first generation's exits 3 (the agent failed), any later one runs on.
+HARNESS = 'grep -q \'"generation":1,\' "$AGENTIHOOKS_LAUNCH_RECORD" && exit 3; exec sleep 100000'
+
+
+def _worker_swarm(image: str) -> dict[str, Any]:
     return {
-        "image": PROBE_REF,
-        "harness": {"name": "claude", "command": ["claude", "-p", "work"]},
-        "seats": [{"name": "eng-1", "project": "github.com/acme/app", "task": {"id": "t-1", "text": "task"}}],
+        "image": image,
+        "harness": {"name": "claude", "command": ["sh", "-c", HARNESS]},
+        # nothing to clone: no Pod reaches beyond this machine
+        "seats": [{"name": "eng-1", "project": "unknown", "task": {"id": "t-1", "text": "task"}}],
         "recovery": {"automation": True, "passIntervalSeconds": 0.5},
         "podTemplate": {
             "spec": {
                 **POD_TEMPLATE,
-                "terminationGracePeriodSeconds": 2,
+                "terminationGracePeriodSeconds": 3,
                 "container": {
                     "imagePullPolicy": "Never",
-                    "env": [{"name": "PROBE_MODE", "value": "exit"}],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "48Mi"}},
+                    "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "1Gi"}},
                 },
             }
         },
     }
+
+
+def _outcome(node: Node, namespace: str, swarm: str, execution_id: str) -> dict[str, Any] | None:
+    """The restore outcome the attempt's worker reported to the control API, as the operator stored it."""
+    with _redis(node, namespace) as client:
+        raw = client.hget(keys_of(client, swarm).restore_outcomes, execution_id)
+    return dict(json.loads(raw)) if raw else None
 
 
 class Node:
@@ -174,11 +188,12 @@ def node(control_plane: ControlPlane, real_node: Any) -> Iterator[Node]:
 
 @pytest.fixture(scope="module")
 def images(real_node: Any) -> dict[str, str]:
-    operator_ref, operator_tar = project_images()["operator"]
+    built = project_images()
     redis_ref, redis_tar = redis_image(IMAGES)
-    real_node.import_image(operator_tar)
+    for _, tarball in built.values():
+        real_node.import_image(tarball)
     real_node.import_image(redis_tar)
-    return {"operator": operator_ref, "redis": redis_ref}
+    return {"operator": built["operator"][0], "worker": built["worker"][0], "redis": redis_ref}
 
 
 def _helm(node: Node, helm: Helm, namespace: str, *args: str) -> str:
@@ -210,17 +225,22 @@ def _cli(control_url: str, *args: str) -> dict[str, Any]:
     return dict(json.loads(res.stdout))
 
 
-def _fence(node: Node, namespace: str, swarm: str, execution_id: str) -> FenceRecord | None:
-    """The attempt's fence record, read from the chart's Redis through its Service (its password
-    from the Secret the chart generated)."""
+@contextlib.contextmanager
+def _redis(node: Node, namespace: str) -> Iterator[redis.Redis]:
+    """The chart's Redis, reached through its Service (its password from the Secret the chart made)."""
     service = node.get(f"/api/v1/namespaces/{namespace}/services/{FULLNAME}-redis") or {}
     secret = node.get(f"/api/v1/namespaces/{namespace}/secrets/{FULLNAME}-redis-auth") or {}
     password = base64.b64decode(secret["data"]["redis-password"]).decode()
     client = redis.Redis(host=service["spec"]["clusterIP"], port=6379, password=password)
     try:
-        raw = client.hget(keys_of(client, swarm).attempt_fences, execution_id)
+        yield client
     finally:
         client.close()
+
+
+def _fence(node: Node, namespace: str, swarm: str, execution_id: str) -> FenceRecord | None:
+    with _redis(node, namespace) as client:
+        raw = client.hget(keys_of(client, swarm).attempt_fences, execution_id)
     return FenceRecord.model_validate_json(raw) if raw else None
 
 
@@ -273,14 +293,14 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         account = operator[0]["spec"]["serviceAccountName"]
         user = f"system:serviceaccount:{system}:{account}"
 
-        # 2. A real death: the probe's first generation exits 3.
-        r = node.http.post(SWARMS.format(ns=agents), json=swarm_body("probe", _probe_swarm()))
+        # 2. A real death: in the real worker image, the first generation's harness exits 3.
+        r = node.http.post(SWARMS.format(ns=agents), json=swarm_body("seat", _worker_swarm(images["worker"])))
         assert r.status_code == 201, r.text
         service = node.get(f"/api/v1/namespaces/{system}/services/{FULLNAME}") or {}
         control_url = f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}"
 
         async def fenced_card() -> dict[str, Any] | None:
-            status = _cli(control_url, "swarm", "probe", "-n", agents, "status")
+            status = _cli(control_url, "swarm", "seat", "-n", agents, "status")
             cards = [h for h in status.get("handoffs", []) if h.get("seat") == "eng-1"]
             return cards[0] if cards and cards[0].get("reason") == "application_exit" else None
 
@@ -288,21 +308,21 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         first = card["execution_id"]
         await eventually(
             lambda: (
-                (got := _fence(node, system, "probe", first)) is not None
+                (got := _fence(node, system, "seat", first)) is not None
                 and got.released == ["grant", "account"]
             ),
             timeout=60,
             what="both releases recorded once",
         )
         assert node.creates(user, agents) == [f"swarm-{first}"], "one Pod before the decision"
-        decided = _cli(control_url, "swarm", "probe", "-n", agents, "restore-decision", "eng-1", "fresh")
+        decided = _cli(control_url, "swarm", "seat", "-n", agents, "restore-decision", "eng-1", "fresh")
         assert decided["execution_id"] == first, decided
 
         async def replacement_running() -> dict[str, Any] | None:
             pods = [
                 p
                 for p in node.pods(agents, "swarm.agentihooks.io/generation=2")
-                if p["metadata"]["labels"].get("swarm.agentihooks.io/swarm") in (None, "probe")
+                if p["metadata"]["labels"].get("swarm.agentihooks.io/swarm") in (None, "seat")
             ]
             return pods[0] if pods and _running(pods[0]) else None
 
@@ -310,6 +330,15 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         assert second["spec"]["nodeName"] == node.real_node.name
         created = node.creates(user, agents)
         assert len(created) == 2 and created[0] == f"swarm-{first}", created
+        # the replacement's real worker verified its (fresh) start and told the control API so,
+        # through the Service's DNS name the chart gave it, before its harness started
+        replacement = second["metadata"]["labels"]["swarm.agentihooks.io/execution-id"]
+        reported = await eventually(
+            lambda: _outcome(node, system, "seat", replacement),
+            timeout=120,
+            what="the replacement's restore outcome reported",
+        )
+        assert reported["recovery"] == "fresh" and reported["status"] == "verified", reported
 
         # 3. helm upgrade: a new operator Pod, nothing relaunched.
         _helm(
@@ -321,7 +350,7 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         assert [p["metadata"]["name"] for p in live] != [operator[0]["metadata"]["name"]]
 
         async def new_operator_passed() -> bool:
-            status = _cli(control_url, "swarm", "probe", "-n", agents, "status")
+            status = _cli(control_url, "swarm", "seat", "-n", agents, "status")
             return any(s.get("seat") == "eng-1" for s in status.get("seats", []))
 
         await eventually(new_operator_passed, timeout=90, what="the upgraded operator answering")
@@ -338,7 +367,7 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         assert any(
             verb == "patch" and res == "swarms" and 200 <= code < 300 for verb, res, code in hook_calls
         ), hook_calls
-        swarm = node.get(SWARMS.format(ns=agents) + "/probe") or {}
+        swarm = node.get(SWARMS.format(ns=agents) + "/seat") or {}
         assert FINALIZER not in (swarm.get("metadata", {}).get("finalizers") or []), swarm["metadata"]
         assert node.pods(system, "app.kubernetes.io/component=operator") == []
     finally:
