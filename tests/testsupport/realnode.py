@@ -327,6 +327,15 @@ state = "{self.root / "run" / "containerd"}"
         if res.returncode != 0:
             raise NodeUnavailable(f"importing {tarball.name} into containerd failed: {res.stderr.strip()}")
 
+    def process_of(self, pod: dict[str, Any]) -> Path:
+        """The /proc folder of the Pod's (first) container's process, found through containerd."""
+        cid = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
+        for line in self.ctr("tasks", "list").stdout.splitlines()[1:]:
+            words = line.split()
+            if words and words[0] == cid:
+                return Path("/proc") / words[1]
+        raise AssertionError(f"no containerd task for {cid}")
+
     def _delete_containers(self) -> None:
         if self.procs.get("containerd") is None:
             return

@@ -51,7 +51,7 @@ from testsupport.helm import CHART, Helm
 from testsupport.images import project_images, redis_image
 from testsupport.kube import eventually
 from testsupport.realcluster import swarm_body
-from testsupport.realnode import IMAGES, MARK, POD_TEMPLATE, proc_status
+from testsupport.realnode import IMAGES, POD_TEMPLATE, proc_status
 from testsupport.recovery import keys_of
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,6 @@ FULLNAME = f"{RELEASE}-agentihooks-recovery"
 SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 TOKEN = "operator-token-for-the-real-node-" + uuid.uuid4().hex
-ON_NODE = {"nodeSelector": {MARK: "true"}, "tolerations": POD_TEMPLATE["tolerations"]}
 
 
 def _ref(ref: str) -> dict[str, str]:
@@ -116,15 +115,6 @@ class Node:
         r = self.http.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": selector})
         r.raise_for_status()
         return list(r.json()["items"])
-
-    def process_of(self, pod: dict[str, Any]) -> Path:
-        """The /proc folder of the Pod's (first) container's process, found through containerd."""
-        cid = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
-        for line in self.real_node.ctr("tasks", "list").stdout.splitlines()[1:]:
-            words = line.split()
-            if words and words[0] == cid:
-                return Path("/proc") / words[1]
-        raise AssertionError(f"no containerd task for {cid}")
 
     def creates(self, user: str, namespace: str, resource: str = "pods") -> list[str]:
         """Names of the objects ``user`` really created (2xx) in ``namespace``, from the audit log."""
@@ -263,9 +253,11 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         "operator": {
             "image": _ref(images["operator"]),
             "operatorToken": {"existingSecret": "operator-token"},
-            **ON_NODE,
+            **POD_TEMPLATE,
         },
-        "redis": {"embedded": {"image": _ref(images["redis"]), "persistence": {"enabled": False}, **ON_NODE}},
+        "redis": {
+            "embedded": {"image": _ref(images["redis"]), "persistence": {"enabled": False}, **POD_TEMPLATE}
+        },
         "rbac": {"watchNamespaces": [agents]},
     }
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", dir=helm.home, delete=False) as f:
@@ -281,7 +273,7 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         for pod in (*operator, *redis_pods):
             assert pod["spec"]["nodeName"] == node.real_node.name
             assert _ready(pod), pod["status"]
-        proc = node.process_of(operator[0])
+        proc = node.real_node.process_of(operator[0])
         assert proc_status(proc, "Uid").split()[0] != "0"
         assert proc_status(proc, "CapEff") == "0000000000000000"
         assert proc_status(proc, "NoNewPrivs") == "1"
