@@ -1,8 +1,12 @@
 """A failed attempt's recovery starts on its own Pod event, with no pass (real control plane, real Redis).
 
 The swarm's pass interval is ten minutes, and the pipeline does not wake the
-daemon before the recovery is done, so the replacement below can only come
-from the event-driven path (``memo["pipeline"]`` counts what it recovered). The
+daemon before the recovery is done. Other Pod events may still start a pass at
+any moment (a watch that re-lists delivers every Pod again), and such a pass
+could reach the failed Pod first: from the failure until the replacement exists
+the test holds every pass at a gate before it starts, so the replacement can
+only come from the event-driven path (``memo["pipeline"]`` counts what it
+recovered). The
 fenced Pod's deletion went out beside the launch and the journal shows both
 ``ok``; the pass the pipeline then wakes publishes the Swarm's status.
 """
@@ -10,7 +14,10 @@ fenced Pod's deletion went out beside the launch and the journal shows both
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -44,10 +51,10 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
         # the passes the Running Pod's events started are over: no pass runs from here on
         await eventually(lambda: _status(cluster, running=1), what="the Running Pod's pass")
         await eventually(lambda: _quiet(memo, (cluster.namespace, "example")), what="the daemon idle")
-        await kubelet.set_status(name, kl.oom_killed())
-
-        second = await replacement(cluster, "example", 2)
-        assert memo["pipeline"].recovered == 1, "the event-driven path did it, not a pass"
+        with _passes_held(memo["passes"][(cluster.namespace, "example")]) as held:
+            await kubelet.set_status(name, kl.oom_killed())
+            second = await replacement(cluster, "example", 2)
+            assert memo["pipeline"].recovered == 1, f"the event-driven path did it ({held[0]} passes held)"
         record = fence(redis_url, "example", lost)
         assert (
             record is not None and record.reason == "oom_killed" and record.released == ["grant", "account"]
@@ -62,6 +69,26 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
     assert cluster.count("create", "pods") == 2
     assert cluster.count("create", "secrets", f"swarm-{eid(second)}-credential") == 1
     client.close()
+
+
+@contextlib.contextmanager
+def _passes_held(runner: Any) -> Iterator[list[int]]:
+    """Every pass of ``runner`` that starts inside waits at a gate (holding nothing: no lease step,
+    no Redis write) until the block ends; yields the count of passes held so far."""
+    gate, held, run = threading.Event(), [0], runner.run
+
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        if not gate.is_set():
+            held[0] += 1
+            gate.wait(120)
+        return run(*args, **kwargs)
+
+    runner.run = gated
+    try:
+        yield held
+    finally:
+        gate.set()
+        runner.run = run
 
 
 async def _quiet(memo: Any, key: tuple[str, str], polls: int = 10) -> bool:
