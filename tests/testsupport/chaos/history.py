@@ -17,6 +17,7 @@ Entry kinds:
   it applied (a repeat answered "already released" did not).
 * ``op`` — a client operation (fence, decision, outcome) with its result:
   ``ok`` (acknowledged), ``refused`` or ``unknown`` (no answer).
+* ``fault`` — a fault the nemesis injected (its kind and target).
 * ``heal`` — the nemesis's last fault ended.
 * ``final`` — what the stores hold once the campaign has healed.
 
@@ -93,6 +94,12 @@ class Op(_Entry):
     refusal: str | None = None
 
 
+class Fault(_Entry):
+    kind: Literal["fault"]
+    fault: str
+    target: str = ""
+
+
 class Heal(_Entry):
     kind: Literal["heal"]
 
@@ -112,7 +119,7 @@ class Final(_Entry):
     seats: dict[str, SeatState] = {}
 
 
-Entry = Annotated[Lease | Write | Pod | Release | Op | Heal | Final, Field(discriminator="kind")]
+Entry = Annotated[Lease | Write | Pod | Release | Op | Fault | Heal | Final, Field(discriminator="kind")]
 _ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)
 
 

@@ -191,3 +191,12 @@ def test_the_command_reads_a_file_and_exits_by_its_verdict(tmp_path: Path, capsy
     assert "double_release: swarm alpha, attempt e-1" in capsys.readouterr().out
     assert checker.main([str(tmp_path / "missing.jsonl")]) == 2
     assert "checker:" in capsys.readouterr().err
+
+
+def test_a_takeover_counted_a_moment_after_its_epoch_is_no_violation() -> None:
+    raw = clean()
+    # the recorder read epoch 2 before replica b's counter showed its takeover; the next read has it
+    raw[7] = {**raw[7], "takeovers": 1}
+    raw.insert(8, {"t": 5.2, "kind": "lease", "swarm": S, "holder": "b", "epoch": 2, "takeovers": 2})
+    raw.insert(9, {"t": 5.3, "kind": "fault", "fault": "kill9", "target": "replica-a"})
+    assert violations(raw) == []
