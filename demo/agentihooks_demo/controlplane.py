@@ -51,6 +51,9 @@ AUDIT_POLICY = {
         {"level": "None", "users": ["system:kube-controller-manager", "system:apiserver"]},
         {"level": "None", "userGroups": ["system:serviceaccounts:kube-system", "system:nodes"]},
         {"level": "None", "nonResourceURLs": ["/*"]},
+        # a Pod create keeps its request body: the labels say which seat and generation it runs
+        # (the fault campaign's history; tests/testsupport/chaos)
+        {"level": "Request", "verbs": ["create"], "resources": [{"group": "", "resources": ["pods"]}]},
         {"level": "Metadata"},
     ],
 }

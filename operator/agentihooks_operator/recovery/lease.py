@@ -10,6 +10,15 @@ The takeover and loss counts live in a :class:`LeaseChurn` the caller may keep
 across :class:`Lease` instances: the operator builds a new pass (and lease) for
 a Swarm when its daemon restarts, and a count that restarted with it would hide
 exactly the churn the alert looks for.
+
+Each instance writes an ``incarnation`` (random, its own) into the record it
+takes. When a take's answer is lost (the connection dropped after the script
+ran, a ``WAIT`` that timed out, a Sentinel failover), the instance still holds
+epoch 0; its next take finds its own incarnation in the record and adopts
+that epoch instead of burning another one. Without it every lost answer moved
+the epoch once more with no takeover counted (found by the fault campaign,
+tests/testsupport/chaos). Another instance of the same holder (a restart) has
+another incarnation and still takes a new epoch.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import uuid
 
 from .durable import run_script
 from .lua import LEASE, RELEASE_LEASE
@@ -56,13 +66,16 @@ class Lease:
         self.churn = churn if churn is not None else LeaseChurn()
         #: Set by :meth:`retire`: this instance never takes the lease again.
         self.retired = False
+        #: Written into the record this instance takes: its own take, whose answer it lost, is adopted.
+        self.incarnation = uuid.uuid4().hex
 
     def acquire(self) -> bool:
         if self.retired:  # a pass still running after the wind-down must not take the lease back
             self.w.epoch = 0
             return False
         keys = [self.w.keys.control_owner, self.w.keys.control_epoch]
-        args: list[str | int] = [self.w.holder, self.w.epoch, self.lease_ms, self.w.now_arg()]
+        w = self.w
+        args: list[str | int] = [w.holder, w.epoch, self.lease_ms, w.now_arg(), self.incarnation]
         self.w.trip()
         answer = json.loads(run_script(self.w.client, self._acquire, keys, args))
         state = answer["state"]

@@ -105,9 +105,16 @@ if raw then
     redis.call('SET', KEYS[1], cjson.encode(o), 'PX', lease_ms)
     return cjson.encode({state='renewed', epoch=o.epoch})
   end
+  if mine == 0 and ARGV[5] and ARGV[5] ~= '' and o.incarnation == ARGV[5] then
+    o.expires_at = now + lease_ms
+    redis.call('SET', KEYS[1], cjson.encode(o), 'PX', lease_ms)
+    return cjson.encode({state='acquired', epoch=o.epoch, adopted=true})
+  end
 end
 local e = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], cjson.encode({owner=ARGV[1], epoch=e, expires_at=now + lease_ms}), 'PX', lease_ms)
+local record = {owner=ARGV[1], epoch=e, expires_at=now + lease_ms}
+if ARGV[5] and ARGV[5] ~= '' then record.incarnation = ARGV[5] end
+redis.call('SET', KEYS[1], cjson.encode(record), 'PX', lease_ms)
 return cjson.encode({state='acquired', epoch=e})
 """
 

@@ -173,3 +173,32 @@ def test_lease_lost_in_the_middle_of_a_pass_stops_it(make, client, spec) -> None
     assert report.fenced == [eid]
     fence = json.loads(client.hget(a.keys.attempt_fences, eid))
     assert fence["released"] in ([], {}), "no release after the lease was lost"
+
+
+def test_a_take_whose_answer_was_lost_is_adopted_not_taken_again(make, client) -> None:  # type: ignore[no-untyped-def]
+    """The take ran in Redis but its answer never came back (a dropped connection, a WAIT that timed
+    out): the instance still holds epoch 0. Its next take adopts the epoch it already has, counted once
+    as a takeover, instead of moving the epoch again with no takeover counted."""
+    a = make("ctl-a")
+    lease = a._lease
+    keys = [a.keys.control_owner, a.keys.control_epoch]
+    # what the script did for this instance before the answer was lost
+    answer = json.loads(lease._acquire(keys=keys, args=["ctl-a", 0, 15000, "", lease.incarnation]))
+    assert answer == {"state": "acquired", "epoch": 1}
+    assert a.epoch == 0
+    assert a.acquire() and a.epoch == 1
+    assert int(client.get(a.keys.control_epoch)) == 1
+    assert a.lease_churn() == (1, 0)
+    assert a.acquire() and a.epoch == 1 and a.lease_churn() == (1, 0)  # then renewed as usual
+    restarted = make("ctl-a")  # the same holder in a new process: another incarnation, a new epoch
+    wait_until_gone(client, a.keys.control_owner)
+    assert restarted.acquire() and restarted.epoch == 2
+
+
+def test_a_lost_answer_adopts_nothing_another_instance_took(make, client) -> None:  # type: ignore[no-untyped-def]
+    a, old = make("ctl-a"), make("ctl-a")
+    assert old.acquire() and old.epoch == 1  # an earlier process of the same holder
+    wait_until_gone(client, old.keys.control_owner)
+    client.set(old.keys.control_owner, json.dumps({"owner": "ctl-a", "epoch": 1, "expires_at": 1}))
+    assert a.acquire() and a.epoch == 2, "a record without this instance's incarnation is not its own"
+    assert old.acquire() is False

@@ -8,8 +8,8 @@ for Redis writes), so entries from different sources interleave correctly.
 
 Entry kinds:
 
-* ``lease`` — the swarm's lease as observed: holder, epoch, and the takeovers
-  the replicas have counted so far (their metrics summed).
+* ``lease`` — the swarm's lease as observed: holder, epoch, and how many of
+  the epochs up to it a replica counted as a takeover (all replicas together).
 * ``write`` — a guarded Redis write and the epoch it carried, accepted or not.
 * ``pod`` — a Pod create or delete from the audit log, with the seat,
   generation and attempt its labels name.
@@ -92,6 +92,8 @@ class Op(_Entry):
     reported: str | None = None
     #: outcome: a verification refusal, when the worker refused its checkpoint.
     refusal: str | None = None
+    #: What the client got back (status and reason, or the transport error): for reading, not judged.
+    answer: str | None = None
 
 
 class Fault(_Entry):

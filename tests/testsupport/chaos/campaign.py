@@ -1,0 +1,631 @@
+"""A fault campaign: operator replicas under a seeded nemesis, seats failing at random, a master deciding.
+
+On the real control plane (the chart's RBAC for every replica) with Redis under
+Sentinel (a primary, two replicas, three Sentinels) and a real HTTP account
+broker. Swarms' seats run on a simulated kubelet's Node and fail at random
+(``oom_killed``, ``application_exit``, ``evicted``); a simulated master posts
+decisions for fenced attempts to any replica's control API (resume, fresh,
+repeated, conflicting, to a replica that does not hold the swarm). The nemesis
+(:mod:`.nemesis`) hurts replicas, Redis and the API server meanwhile.
+
+Everything goes into one history (:mod:`.history`): lease observations with
+the takeovers the replicas counted, every Pod create and delete from the audit
+log (its labels from the request body), the broker's releases, the master's
+decisions with their results, the faults, the heal, and once the liveness
+bound has passed after the heal, each swarm's final state and its guarded
+writes (fences and decisions with their epochs and times). :mod:`.checker`
+then judges it.
+
+``python -m testsupport.chaos.campaign --seed 7 --minutes 30 --replicas 3``
+(from ``tests/``) runs one with a control plane of its own; the test tier runs
+a short one on the session's (tests/integration/chaos).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import re
+import secrets
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from agentihooks_operator.recovery.keys import SwarmKeys
+
+from .. import kubelet as kl
+from ..broker import running_broker
+from ..node import RealKubelet
+from ..realcluster import RealCluster
+from ..redis_sentinel import MASTER, RedisSentinelProcesses
+from .checker import Violation, check
+from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, SeatState, Write, dump
+from .nemesis import Nemesis, Replica
+
+NODE = "chaos-node"
+LEASE_MS = 2000
+FAILURES = {"oom_killed": kl.oom_killed, "application_exit": kl.application_exit, "evicted": kl.evicted}
+LABEL = "swarm.agentihooks.io/"
+#: The line a replica logs as it counts a takeover (``LeaseChurn.took``, the metric's counter).
+TOOK = re.compile(r"recovery of swarm [^/\s]+/(\S+): (\S+) took the lease at epoch (\d+)")
+
+
+@dataclass
+class Settings:
+    seed: int
+    seconds: float
+    replicas: int = 3
+    swarms: int = 3
+    seats: int = 2
+    #: After the heal, how long every seat has to be live again or waiting for a decision.
+    liveness_bound_s: float = 45.0
+
+
+@dataclass
+class Report:
+    history: Path
+    entries: int
+    faults: Counter[str]
+    failures: Counter[str]
+    decisions: Counter[str]
+    violations: list[Violation] = field(default_factory=list)
+    #: The campaign's own errors (a bug of the test harness, not of the product).
+    errors: list[str] = field(default_factory=list)
+    #: How each decision was answered, by choice and answer (``fresh 409 already_decided``).
+    answers: Counter[str] = field(default_factory=Counter)
+    #: Seconds from a seat's failure to its replacement Pod's create: swarms that decide by themselves,
+    #: and swarms whose master decides (the master's own delay included).
+    recovery_auto: list[float] = field(default_factory=list)
+    recovery_decided: list[float] = field(default_factory=list)
+    #: Failures with no replacement by the end (still waiting for a decision, or not a seat's Pod).
+    unreplaced: int = 0
+    #: Seconds from the heal until every seat was live or waiting for a decision.
+    settled_after_heal: float | None = None
+
+
+def spec(i: int, seats: int, broker_url: str) -> dict[str, Any]:
+    return {
+        "image": "ghcr.io/agentihooks/worker:2.1.0",
+        "harness": {"name": "claude", "command": ["claude", "-p", "work"]},
+        "seats": [
+            {"name": f"s{j}", "project": "github.com/acme/app", "task": {"id": f"t-{i}-{j}", "text": "work"}}
+            for j in range(seats)
+        ],
+        # the first swarm decides by itself; the others wait for the master
+        "recovery": {"automation": i == 0, "imagePullGraceSeconds": 120, "passIntervalSeconds": 0.5},
+        "accountBroker": {"url": broker_url, "timeoutSeconds": 2},
+    }
+
+
+class Campaign:
+    def __init__(self, settings: Settings, cluster: RealCluster, workdir: Path) -> None:
+        self.s = settings
+        # one generator each, so the nemesis's schedule does not depend on how the others interleave
+        self.rng = random.Random(settings.seed)
+        self.world_rng = random.Random(f"world-{settings.seed}")
+        self.master_rng = random.Random(f"master-{settings.seed}")
+        self.cluster = cluster
+        self.workdir = workdir
+        self.t0 = time.time()
+        self.entries: list[Entry] = []
+        self.names = [f"cw{i}" for i in range(settings.swarms)]
+        self.keys = {n: SwarmKeys("agentihooks", n, cluster.namespace) for n in self.names}
+        self.token = secrets.token_urlsafe(24)
+        self.failures: Counter[str] = Counter()
+        self.decisions: Counter[str] = Counter()
+        self.replicas: list[Replica] = []
+        self._busy: set[str] = set()
+        #: Each seat failure the world injected: (time, Pod name, reason).
+        self.failed: list[tuple[float, str, str]] = []
+        self.settled_after_heal: float | None = None
+        #: The campaign's own errors (not the product's): printed with the report.
+        self.errors: list[str] = []
+
+    def now(self) -> float:
+        return max(0.0, time.time() - self.t0)
+
+    def add(self, entry: Entry) -> None:
+        """Append ``entry``; its line number is the one it gets in the history file."""
+        self.entries.append(entry.model_copy(update={"line": len(self.entries) + 1}))
+
+    # -- the run ---------------------------------------------------------------------------------
+    async def run(self) -> Report:
+        redis_dir = self.workdir / "redis"
+        sentinel = RedisSentinelProcesses(redis_dir)
+        await asyncio.to_thread(sentinel.start)
+        kubelet = RealKubelet(self.cluster.plane, self.cluster.namespace)
+        try:
+            with running_broker() as broker:
+                await self._run(sentinel, kubelet, broker)
+        finally:
+            for replica in self.replicas:
+                await asyncio.to_thread(replica.stop)
+            await kubelet.close()
+            await asyncio.to_thread(sentinel.stop)
+        return self._report(broker)
+
+    async def _run(self, sentinel: RedisSentinelProcesses, kubelet: RealKubelet, broker: Any) -> None:
+        self.sentinel = redis.sentinel.Sentinel(
+            [("127.0.0.1", p) for p in sentinel.sentinel_ports], socket_timeout=1
+        )
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.cluster.kubeconfig),
+            "AGENTIHOOKS_REDIS_URL": sentinel.url,
+            "AGENTIHOOKS_REDIS_WAIT_REPLICAS": "1",
+            "AGENTIHOOKS_NAMESPACES": self.cluster.namespace,
+            "AGENTIHOOKS_SCAN_NAMESPACES": "false",
+            "AGENTIHOOKS_LEASE_MS": str(LEASE_MS),
+            "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
+            "AGENTIHOOKS_OPERATOR_TOKEN": self.token,
+            "AGENTIHOOKS_PLACEMENT_HEARTBEAT_SECONDS": "0.5",
+            "AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "2",
+        }
+        logs = self.workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.replicas = [Replica(f"replica-{i}", env, logs) for i in range(self.s.replicas)]
+        for replica in self.replicas:
+            replica.start()
+        await kubelet.put_node(NODE)
+        for i, name in enumerate(self.names):
+            await self.cluster.create_swarm(name, spec(i, self.s.seats, broker.url))
+        nemesis = Nemesis(
+            self.rng,
+            replicas=self.replicas,
+            redis=sentinel,
+            plane=self.cluster.plane,
+            broker=broker,
+            lease_ms=LEASE_MS,
+            record=lambda kind, target: self.add(
+                Fault(t=self.now(), kind="fault", fault=kind, target=target)
+            ),
+        )
+        self.nemesis = nemesis
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        faults_from = asyncio.Event()
+        helpers = [
+            asyncio.create_task(self._world(kubelet, stop, faults_from)),
+            asyncio.create_task(self._master(stop)),
+            asyncio.create_task(self._leases(stop)),
+        ]
+        try:
+            await self._steady()  # every seat Running before the first fault or failure
+            self.until = loop.time() + self.s.seconds
+            faults_from.set()
+            await nemesis.run(self.until)
+            await nemesis.heal()
+            self.add(Heal(t=self.now(), kind="heal"))
+            self.settled_after_heal = await self._settle(self.s.liveness_bound_s)
+            await self._final()
+        finally:
+            stop.set()
+            await asyncio.gather(*helpers, return_exceptions=True)
+        self._count_takeovers()
+        self._pods()
+        self._releases(broker)
+
+    # -- the world: the kubelet's part and the failures ------------------------------------------
+    async def _steady(self, timeout: float = 180.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        want = self.s.swarms * self.s.seats
+        while loop.time() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                pods = await self.cluster.pods()
+                if sum((p.get("status") or {}).get("phase") == "Running" for p in pods) >= want:
+                    return
+            await asyncio.sleep(0.5)
+        raise RuntimeError(f"campaign set-up: not every one of the {want} seats ran within {timeout:.0f} s")
+
+    async def _world(self, kubelet: RealKubelet, stop: asyncio.Event, faults_from: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_failure = 0.0
+        tasks: set[asyncio.Task[None]] = set()
+        while not stop.is_set():
+            await asyncio.sleep(0.3)
+            try:
+                pods = await self.cluster.pods()
+            except httpx.HTTPError:
+                continue
+            running = []
+            for pod in pods:
+                name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+                if phase == "Running":
+                    running.append(name)
+                elif phase in (None, "Pending") and name not in self._busy:
+                    self._busy.add(name)
+                    task = asyncio.create_task(self._start_pod(kubelet, name))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+            if not faults_from.is_set() or not running or loop.time() < next_failure:
+                continue
+            if loop.time() < self.until:
+                next_failure = loop.time() + self.world_rng.uniform(1.0, 3.0)
+                reason = self.world_rng.choice(sorted(FAILURES))
+                with contextlib.suppress(httpx.HTTPError, AssertionError):
+                    victim = self.world_rng.choice(sorted(running))
+                    await kubelet.set_status(victim, FAILURES[reason]())
+                    self.failures[reason] += 1
+                    self.failed.append((self.now(), victim, reason))
+        for task in tasks:
+            task.cancel()
+
+    async def _start_pod(self, kubelet: RealKubelet, name: str) -> None:
+        try:
+            await asyncio.wait_for(kubelet.set_status(name, kl.running(), node_name=NODE), 30)
+        except (httpx.HTTPError, AssertionError, TimeoutError):
+            pass  # deleted meanwhile, or the API server was down: the next look tries again
+        finally:
+            self._busy.discard(name)
+
+    # -- the master ------------------------------------------------------------------------------
+    async def _master(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await asyncio.sleep(self.master_rng.uniform(0.5, 1.5))
+            for swarm in self.names:
+                try:
+                    waiting = await asyncio.to_thread(self._waiting, swarm)
+                except redis.RedisError:
+                    continue
+                except Exception as e:  # a bug of the campaign itself: reported, never silent
+                    self.errors.append(f"master: {type(e).__name__}: {e}")
+                    continue
+                for eid, seat in waiting:
+                    if self.master_rng.random() < 0.5:
+                        await self._decide(swarm, seat, eid)
+
+    def _waiting(self, swarm: str) -> list[tuple[str, str]]:
+        """Fenced attempts whose decision is still pending, oldest first."""
+        client = self.sentinel.master_for(MASTER, socket_timeout=1)
+        keys = self.keys[swarm]
+        fences = client.hgetall(keys.attempt_fences)
+        recoveries = client.hgetall(keys.attempt_recoveries)
+        modes = {k.decode(): json.loads(v).get("mode") for k, v in recoveries.items()}
+        out = []
+        for eid, raw in fences.items():
+            e = eid.decode()
+            if modes.get(e) in (None, "recovery_pending"):
+                out.append((e, str(json.loads(raw)["seat"])))
+        return sorted(out)
+
+    async def _decide(self, swarm: str, seat: str, eid: str) -> None:
+        choice = self.master_rng.choice(["resume", "fresh", "fresh"])
+        await self._post(swarm, seat, eid, choice)
+        roll = self.master_rng.random()
+        if roll < 0.3:
+            await self._post(swarm, seat, eid, choice)  # repeated
+        elif roll < 0.5:
+            await self._post(swarm, seat, eid, "resume" if choice == "fresh" else "fresh")  # conflicting
+
+    async def _post(self, swarm: str, seat: str, eid: str, choice: str) -> None:
+        replica = self.master_rng.choice(self.replicas)  # any replica: the holder, or one that forwards
+        body = {"choice": choice, "agent": "operator"}
+        t = self.now()
+        try:
+            async with httpx.AsyncClient(timeout=5) as http:
+                r = await http.post(
+                    f"{replica.url}/v1/executions/{eid}/restore-decision",
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.token}"},
+                )
+        except httpx.ConnectError:
+            result, answer = "refused", "not connected"  # never sent: nothing can have been applied
+        except httpx.HTTPError as e:
+            result, answer = "unknown", type(e).__name__
+        else:
+            result = "ok" if r.status_code == 200 else "unknown" if r.status_code >= 500 else "refused"
+            answer = f"{r.status_code} {_reason(r)}"
+        self.decisions[f"{choice}:{result}"] += 1
+        self.add(
+            Op(
+                t=t,
+                kind="op",
+                op="decision",
+                swarm=swarm,
+                seat=seat,
+                attempt=eid,
+                result=result,
+                choice=choice,
+                answer=answer,
+            )
+        )
+
+    # -- observations ----------------------------------------------------------------------------
+    async def _leases(self, stop: asyncio.Event) -> None:
+        """The lease of every swarm as Redis holds it, each time it changes (takeovers filled in later)."""
+        last: dict[str, tuple[str | None, int]] = {}
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+            try:
+                owners = await asyncio.to_thread(self._owners)
+            except redis.RedisError:
+                continue
+            for swarm, seen in owners.items():
+                if last.get(swarm) != seen:
+                    last[swarm] = seen
+                    self.add(Lease(t=self.now(), kind="lease", swarm=swarm, holder=seen[0], epoch=seen[1],
+                                   takeovers=0))  # fmt: skip
+
+    def _count_takeovers(self) -> None:
+        """Each lease observation gets the takeovers the replicas counted up to its epoch. A replica
+        logs the line as it increments its ``agentihooks_lease_takeovers`` counter, and the log outlives
+        a ``kill -9`` (the counter does not), so the count is read from every process's log."""
+        counted: dict[str, set[int]] = defaultdict(set)
+        for replica in self.replicas:
+            with contextlib.suppress(OSError):
+                for swarm, _, epoch in TOOK.findall(replica.log.read_text(errors="replace")):
+                    counted[swarm].add(int(epoch))
+        for i, e in enumerate(self.entries):
+            if isinstance(e, Lease):
+                n = sum(1 for epoch in counted[e.swarm] if epoch <= e.epoch)
+                self.entries[i] = e.model_copy(update={"takeovers": n})
+
+    def _owners(self) -> dict[str, tuple[str | None, int]]:
+        client = self.sentinel.master_for(MASTER, socket_timeout=1)
+        out = {}
+        for swarm, keys in self.keys.items():
+            raw, epoch = client.get(keys.control_owner), client.get(keys.control_epoch)
+            holder = json.loads(raw)["owner"] if raw else None
+            out[swarm] = (holder, int(epoch or 0))
+        return out
+
+    async def _final(self) -> None:
+        pods = await self.cluster.pods()
+        client = self.sentinel.master_for(MASTER, socket_timeout=2)
+        for swarm in self.names:
+            fences, decided, seats = self._states(swarm, pods, client)
+            for eid, f in fences.items():
+                self.add(Write(t=self._at(f["fenced_at_ms"]), kind="write", swarm=swarm, what="fence",
+                               epoch=f["controller_epoch"], accepted=True, attempt=eid))  # fmt: skip
+            for eid, d in decided.items():
+                if d.get("decided_at_ms") and d.get("controller_epoch") is not None:
+                    self.add(Write(t=self._at(d["decided_at_ms"]), kind="write", swarm=swarm, what="decision",
+                                   epoch=d["controller_epoch"], accepted=True, attempt=eid))  # fmt: skip
+            decisions = {e: d["mode"] for e, d in decided.items() if d.get("mode") in ("resume", "fresh")}
+            self.add(Final(t=self.now(), kind="final", swarm=swarm, fences=sorted(fences), seats=seats,
+                           decisions=decisions))  # fmt: skip
+
+    def _states(
+        self, swarm: str, pods: list[dict[str, Any]], client: Any
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, SeatState]]:
+        """The swarm's fences and decisions in Redis, and each seat's state (its live attempt, or
+        whether a decision is pending for its newest generation)."""
+        keys = self.keys[swarm]
+        fences = {k.decode(): json.loads(v) for k, v in client.hgetall(keys.attempt_fences).items()}
+        decided = {k.decode(): json.loads(v) for k, v in client.hgetall(keys.attempt_recoveries).items()}
+        seats = {}
+        for j in range(self.s.seats):
+            seat = f"s{j}"
+            mine = [p for p in pods if _labels(p).get("swarm") == swarm and _seat(p) == seat]
+            live = next((_labels(p)["execution-id"] for p in mine if _live(p)), None)
+            newest = max((int(_labels(p)["generation"]) for p in mine), default=0)
+            waiting = any(
+                f["seat"] == seat and f["generation"] >= newest and decided.get(e, {}).get("mode") in
+                (None, "recovery_pending") for e, f in fences.items()
+            )  # fmt: skip
+            seats[seat] = SeatState(live=live, pending_decision=waiting)
+        return fences, decided, seats
+
+    async def _settle(self, bound: float) -> float | None:
+        """Seconds from the heal until every seat is live or waiting for a decision (None: not within
+        ``bound``); the rest of the bound is then waited out, so the final state is taken after it."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        settled: float | None = None
+        while loop.time() - start < bound:
+            if settled is None:
+                with contextlib.suppress(httpx.HTTPError, redis.RedisError):
+                    pods = await self.cluster.pods()
+                    client = self.sentinel.master_for(MASTER, socket_timeout=1)
+                    states = [await asyncio.to_thread(self._states, n, pods, client) for n in self.names]
+                    if all(s.live or s.pending_decision for _, _, seats in states for s in seats.values()):
+                        settled = loop.time() - start
+            await asyncio.sleep(0.5)
+        return settled
+
+    def _at(self, ms: int) -> float:
+        return max(0.0, ms / 1000 - self.t0)
+
+    def _pods(self) -> None:
+        """Every Pod create and delete the API server answered 2xx, from its audit log."""
+        by_name: dict[str, dict[str, str]] = {}
+        for e in self.cluster.plane.audit_events():
+            ref = e.get("objectRef") or {}
+            code = int((e.get("responseStatus") or {}).get("code") or 0)
+            if (
+                ref.get("resource") != "pods"
+                or ref.get("subresource")
+                or ref.get("namespace") != (self.cluster.namespace)
+                or not 200 <= code < 300
+                or e.get("verb") not in ("create", "delete")
+            ):
+                continue  # fmt: skip
+            t = datetime.fromisoformat(e["stageTimestamp"].replace("Z", "+00:00")).timestamp() - self.t0
+            user = str((e.get("user") or {}).get("username") or "")
+            if e["verb"] == "create":
+                meta = (e.get("requestObject") or {}).get("metadata") or {}
+                name = str(
+                    meta.get("name") or (e.get("responseObject") or {}).get("metadata", {}).get("name")
+                )
+                labels = {
+                    k[len(LABEL) :]: v for k, v in (meta.get("labels") or {}).items() if k.startswith(LABEL)
+                }
+                labels["seat"] = str((meta.get("annotations") or {}).get(LABEL + "seat", ""))
+                by_name[name] = labels
+            else:
+                name, labels = str(ref.get("name")), by_name.get(str(ref.get("name")), {})
+            if "generation" not in labels:
+                continue  # not a seat's Pod (or created before the campaign)
+            pod = Pod(t=max(0.0, t), kind="pod", verb=e["verb"], swarm=labels["swarm"], seat=labels["seat"],
+                      generation=int(labels["generation"]), attempt=labels["execution-id"], name=name,
+                      user=user)  # fmt: skip
+            self.add(pod)
+
+    def _releases(self, broker: Any) -> None:
+        """The broker's applied releases (slot = execution id); its clock is not kept, so at the end."""
+        owner = {}
+        for e in self.entries:
+            if isinstance(e, Pod):
+                owner[e.attempt] = e.swarm
+        for slot, n in sorted(broker.applied.items()):
+            for _ in range(n):
+                self.add(Release(t=self.now(), kind="release", swarm=owner.get(slot, "?"), attempt=slot,
+                                 target="account", applied=True))  # fmt: skip
+
+    def _report(self, broker: Any) -> Report:
+        path = self.workdir / f"history-{self.s.seed}.jsonl"
+        path.write_text("".join(dump(self.entries)))
+        report = Report(path, len(self.entries), self.nemesis.counts, self.failures, self.decisions)
+        report.violations = check(self.entries, liveness_bound_s=self.s.liveness_bound_s * 0.9)
+        report.errors = list(self.errors)
+        report.settled_after_heal = self.settled_after_heal
+        self._recoveries(report)
+        report.answers = Counter(
+            f"{e.choice} {e.answer}" for e in self.entries if isinstance(e, Op) and e.op == "decision"
+        )
+        return report
+
+    def _recoveries(self, report: Report) -> None:
+        creates = [e for e in self.entries if isinstance(e, Pod) and e.verb == "create"]
+        by_name = {e.name: e for e in creates}
+        for t, name, _ in self.failed:
+            pod = by_name.get(name)
+            nxt = None
+            if pod is not None:
+                nxt = min(
+                    (c.t for c in creates if (c.swarm, c.seat) == (pod.swarm, pod.seat)
+                     and c.generation > pod.generation and c.t >= t - 0.5),
+                    default=None,
+                )  # fmt: skip
+            if pod is None or nxt is None:
+                report.unreplaced += 1
+                continue
+            bucket = report.recovery_auto if pod.swarm == self.names[0] else report.recovery_decided
+            bucket.append(max(0.0, nxt - t))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q`` quantile (nearest rank) of ``values``; None when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _reason(r: httpx.Response) -> str:
+    """The refusal's reason word from an error answer (``{"error": {"reason": ...}}`` or similar)."""
+    try:
+        body = r.json()
+    except ValueError:
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    found = (error or {}).get("reason") if isinstance(error, dict) else None
+    return str(found or (body.get("reason") if isinstance(body, dict) else "") or "")
+
+
+def _labels(pod: dict[str, Any]) -> dict[str, str]:
+    return {
+        k[len(LABEL) :]: v for k, v in (pod["metadata"].get("labels") or {}).items() if k.startswith(LABEL)
+    }
+
+
+def _seat(pod: dict[str, Any]) -> str:
+    return str((pod["metadata"].get("annotations") or {}).get(LABEL + "seat", ""))
+
+
+def _live(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in (None, "Pending", "Running")
+
+
+def summary(report: Report) -> str:
+    lines = [
+        f"history: {report.history} ({report.entries} entries)",
+        "faults: " + ", ".join(f"{k} {v}" for k, v in sorted(report.faults.items())),
+        "failures: " + ", ".join(f"{k} {v}" for k, v in sorted(report.failures.items())),
+        "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(report.decisions.items())),
+        _recovery("recovery (automated swarm)", report.recovery_auto),
+        _recovery("recovery (master decides)", report.recovery_decided),
+        f"failures not replaced by the end: {report.unreplaced}",
+        "every seat live or waiting after the heal: "
+        + (
+            f"{report.settled_after_heal:.1f} s"
+            if report.settled_after_heal is not None
+            else "not within the bound"
+        ),
+        "answers: " + ", ".join(f"{k} x{v}" for k, v in sorted(report.answers.items())),
+        f"violations: {len(report.violations)}",
+        *(f"  {v}" for v in report.violations),
+        *(f"campaign error: {e}" for e in report.errors[:20]),
+    ]
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "not within the bound" if value is None else f"{value:.1f} s"
+
+
+def _recovery(label: str, values: list[float]) -> str:
+    p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+    if p50 is None or p99 is None:
+        return f"{label}: none"
+    return f"{label}: n={len(values)} p50 {p50:.2f} s p99 {p99:.2f} s"
+
+
+async def run_campaign(settings: Settings, plane: Any, helm: Any, workdir: Path) -> Report:
+    """One campaign in a namespace of its own on ``plane`` (deleted afterwards)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cluster = RealCluster.create(plane, helm, workdir, prefix="chaos")
+    try:
+        return await Campaign(settings, cluster, workdir).run()
+    finally:
+        await cluster.close()
+
+
+def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
+    """The command: a control plane of its own, one campaign, the checker's verdict (exit 1 on any
+    violation; the seed is printed first so a failure can be replayed)."""
+    import argparse
+    import tempfile
+
+    from ..controlplane import control_plane
+    from ..helm import make_helm
+    from ..node import keep_node_alive
+    from ..realcluster import install_crd
+
+    parser = argparse.ArgumentParser(
+        prog="bench/chaos.py", description="A seeded fault campaign and its checker."
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--minutes", type=float, default=default_minutes)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--swarms", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    settings = Settings(args.seed, args.minutes * 60, replicas=args.replicas, swarms=args.swarms)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
+    print(
+        f"campaign seed {args.seed}: {args.minutes} min, {args.replicas} replicas, work in {work}", flush=True
+    )
+    with control_plane(work / "control-plane") as plane:
+        install_crd(plane)
+        stop = keep_node_alive(plane, "steady-node")
+        try:
+            report = asyncio.run(run_campaign(settings, plane, make_helm(work / "helm"), work / "run"))
+        finally:
+            stop()
+    print(summary(report))
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

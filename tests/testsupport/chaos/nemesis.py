@@ -1,0 +1,240 @@
+"""The campaign's operator replicas, and the nemesis that hurts them and what they depend on.
+
+Every fault comes from one ``random.Random(seed)``, so a seed replays the same
+schedule (the moments shift with the machine's speed, the choices do not).
+Faults overlap: a new one starts every few seconds whatever is still going on,
+but one target is hurt by one fault at a time. Each fault ends by itself
+(a killed replica is started again, a stopped one continued, a frozen Redis
+thawed), and :meth:`Nemesis.heal` ends any still in progress. Kinds:
+
+* ``kill9`` / ``term`` — a replica SIGKILLed (no clean-up) or SIGTERMed, then
+  started again under the same identity (a new process: a new epoch when it
+  takes a lease again);
+* ``pause`` — a replica SIGSTOPped past its lease TTL, then SIGCONTed (the
+  frozen holder whose old epoch must be refused);
+* ``redis_failover`` — the Redis primary SIGKILLed: the Sentinels promote a
+  replica; the old primary is started again and rejoins as a replica;
+* ``redis_freeze`` — one Redis replica SIGSTOPped for a while (``WAIT`` waits);
+* ``apiserver_restart`` — kube-apiserver stopped and started (etcd keeps all);
+* ``broker_drop`` — the account broker applies releases and drops the answer
+  (an unknown outcome the controller must observe before sending again).
+
+Network partitions through a TCP fault proxy and clock skew are not among them
+yet (docs/reliability.md says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis as redis_py
+
+from ..redis_server import free_port
+
+OPERATOR_SCRIPT = Path(__file__).resolve().parents[2] / "integration" / "operator" / "operator_process.py"
+KINDS = ("kill9", "term", "pause", "redis_failover", "redis_freeze", "apiserver_restart", "broker_drop")
+
+
+class Replica:
+    """One operator process (the chart's RBAC, the control API on its own port), restartable."""
+
+    def __init__(self, name: str, env: dict[str, str], logdir: Path) -> None:
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **env,
+            "AGENTIHOOKS_OPERATOR_ID": name,
+            "AGENTIHOOKS_CONTROL_HOST": "127.0.0.1",
+            "AGENTIHOOKS_CONTROL_PORT": str(self.port),
+            "AGENTIHOOKS_API_ADVERTISE_URL": self.url,
+        }
+        self.log = logdir / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(OPERATOR_SCRIPT)], env=self.env, stdout=log, stderr=log
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.alive():
+            assert self.proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.signal(signal.SIGCONT)
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class Nemesis:
+    """Injects the faults of one seeded schedule until :meth:`heal`; ``record`` gets each one."""
+
+    def __init__(
+        self,
+        rng: random.Random,
+        *,
+        replicas: list[Replica],
+        redis: Any,
+        plane: Any,
+        broker: Any,
+        lease_ms: int,
+        record: Callable[[str, str], None],
+    ) -> None:
+        self.rng, self.replicas, self.redis, self.plane, self.broker = rng, replicas, redis, plane, broker
+        self.lease_s = lease_ms / 1000
+        self.record = record
+        self.counts: Counter[str] = Counter()
+        self._busy: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, until: float, gap: tuple[float, float] = (1.0, 4.0)) -> None:
+        loop = asyncio.get_running_loop()
+        while loop.time() < until:
+            await asyncio.sleep(self.rng.uniform(*gap))
+            kind = self.rng.choice(KINDS)
+            target = self._target(kind)
+            if target is None or target in self._busy:
+                continue
+            self._busy.add(target)
+            task = asyncio.create_task(self._inject(kind, target))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _target(self, kind: str) -> str | None:
+        if kind in ("kill9", "term", "pause"):
+            return self.rng.choice(self.replicas).name
+        if kind in ("redis_failover", "redis_freeze"):
+            return "redis"  # one Redis fault at a time (below)
+        return {"apiserver_restart": "kube-apiserver"}.get(kind, "broker")
+
+    async def _inject(self, kind: str, target: str) -> None:
+        try:
+            self.counts[kind] += 1
+            self.record(kind, target)
+            await getattr(self, f"_{kind}")(target)
+        finally:
+            self._busy.discard(target)
+
+    def _replica(self, name: str) -> Replica:
+        return next(r for r in self.replicas if r.name == name)
+
+    async def _kill9(self, name: str) -> None:
+        replica = self._replica(name)
+        replica.signal(signal.SIGKILL)
+        await asyncio.sleep(self.rng.uniform(0.5, 3.0))
+        await asyncio.to_thread(self._restart, replica)
+
+    async def _term(self, name: str) -> None:
+        replica = self._replica(name)
+        await asyncio.to_thread(replica.stop)
+        await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+        await asyncio.to_thread(self._restart, replica)
+
+    @staticmethod
+    def _restart(replica: Replica) -> None:
+        if replica.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                replica.proc.wait(10)
+        replica.start()
+
+    async def _pause(self, name: str) -> None:
+        replica = self._replica(name)
+        replica.signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(self.lease_s * self.rng.uniform(1.2, 2.5))
+        finally:
+            replica.signal(signal.SIGCONT)
+
+    def _servers(self) -> list[Any]:
+        return [self.redis.primary, *self.redis.replicas]
+
+    async def _redis_failover(self, _: str) -> None:
+        port = await asyncio.to_thread(self.redis.primary_port)
+        server = next(s for s in self._servers() if s.port == port)
+        await asyncio.to_thread(server.stop, kill=True)
+        await asyncio.sleep(self.rng.uniform(1.0, 4.0))
+        # started again only once the Sentinels name another primary: an empty old primary (no
+        # persistence here) answering as primary before the failover would lose every write
+        await self._until(lambda: self.redis.primary_port() != port)
+        await asyncio.to_thread(server.start)  # it rejoins; the Sentinels make it a replica
+        await self._until(lambda: _synced(server.port))
+
+    async def _redis_freeze(self, _: str) -> None:
+        port = await asyncio.to_thread(self.redis.primary_port)
+        server = self.rng.choice([s for s in self._servers() if s.port != port])
+        if server.proc is None or server.proc.poll() is not None:
+            return
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(self.rng.uniform(1.0, 4.0))
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        await self._until(lambda: _synced(server.port))
+
+    @staticmethod
+    async def _until(check: Callable[[], bool], timeout: float = 60.0) -> None:
+        """Until ``check`` holds. Redis faults never overlap, and each ends only once its server is in
+        sync again: a Sentinel set with two replicas survives one failure at a time, and a replica
+        promoted in the middle of its full resynchronisation would come up empty (Redis's own hazard,
+        not the product's)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            with contextlib.suppress(Exception):
+                if await asyncio.to_thread(check):
+                    return
+            await asyncio.sleep(0.2)
+
+    async def _apiserver_restart(self, _: str) -> None:
+        await asyncio.to_thread(self.plane.restart_apiserver, self.rng.uniform(0.2, 2.0))
+
+    async def _broker_drop(self, _: str) -> None:
+        self.broker.mode = "drop"
+        try:
+            await asyncio.sleep(self.rng.uniform(1.0, 4.0))
+        finally:
+            self.broker.mode = "normal"
+
+    async def heal(self) -> None:
+        """Let every fault in progress end (each ends by itself), then make sure all is up again."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=60)
+        for replica in self.replicas:
+            replica.signal(signal.SIGCONT)
+            if not replica.alive():
+                await asyncio.to_thread(replica.start)
+        self.broker.mode = "normal"
+
+
+def _synced(port: int) -> bool:
+    """The server at ``port`` is a replica whose link to its primary is up and loaded."""
+    with redis_py.Redis(port=port, socket_timeout=1) as c:
+        info = c.info("replication")
+    return bool(
+        info.get("role") == "slave"
+        and info.get("master_link_status") == "up"
+        and not info.get("master_sync_in_progress")
+    )
