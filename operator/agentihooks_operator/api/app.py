@@ -2,7 +2,8 @@
 middleware that turns every failure into JSON.
 
 Errors never carry a credential, a digest or a stack trace; unexpected ones
-are logged with their type only and answered 500 ``internal``. A 405 keeps its
+are logged with their type only and answered 500 ``internal``; a Kubernetes call that fails under a
+request is 503 ``kubernetes_unavailable`` (temporary) or 502 ``kubernetes_refused``. A 405 keeps its
 ``Allow`` header. Every answer carries ``X-Content-Type-Options: nosniff`` and
 ``Cache-Control: no-store`` (:data:`API_HEADERS`). A write this replica cannot make
 without the swarm's lease is forwarded to the replica holding it (:mod:`.forward`).
@@ -15,6 +16,7 @@ import logging
 import redis
 from aiohttp import web
 
+from ..k8s.errors import ApiError
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
@@ -77,6 +79,8 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
             "control API: Redis failed on %s %s (%s)", request.method, route_name(request), type(e).__name__
         )
         return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
+    except ApiError as e:  # the API server, not the caller: its path and message stay in the log
+        return _kubernetes(request, e)
     except web.HTTPException as e:
         if e.status < 400:
             raise
@@ -86,6 +90,32 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except Exception as e:
         log.error("control API: %s %s failed (%s)", request.method, route_name(request), type(e).__name__)
         return _problem(500, "internal", "internal error")
+
+
+def _kubernetes(request: web.Request, e: ApiError) -> web.Response:
+    """A Kubernetes call that failed under a request. Unreachable, overloaded or failing (0, 429,
+    5xx) is temporary: 503 with ``Retry-After``, and a retry is safe (a write made before the call
+    failed is replayed, not repeated). A refusal (an RBAC 403, a conflict) is 502: the operator's
+    own access, named by its reason, not something the caller can fix by asking again soon."""
+    log.warning(
+        "control API: %s %s: the Kubernetes API failed (%s %s: %s %s)",
+        request.method,
+        route_name(request),
+        e.method,
+        e.path,
+        e.status or "unreachable",
+        e.reason,
+    )
+    if e.status in {0, 429} or e.status >= 500:
+        return _problem(
+            503,
+            "kubernetes_unavailable",
+            "the Kubernetes API is unavailable; retry shortly",
+            {"Retry-After": "2"},
+        )
+    return _problem(
+        502, "kubernetes_refused", f"the Kubernetes API refused the operator's call ({e.status} {e.reason})"
+    )
 
 
 async def add_api_headers(request: web.Request, response: web.StreamResponse) -> None:

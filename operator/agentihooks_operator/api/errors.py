@@ -33,7 +33,8 @@ def forbidden() -> HttpProblem:
 
 
 def not_published() -> HttpProblem:
-    """The worker's credential is live but its swarm is not served here yet; the worker retries."""
+    """The execution exists (a worker's live credential, or an attempt a decision names) but its swarm
+    is not served here yet: a replica that has just started. The caller retries."""
     return HttpProblem(
         503,
         "swarm_not_published",

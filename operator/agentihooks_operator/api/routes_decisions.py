@@ -30,7 +30,7 @@ from .common import (
     token_digest,
     valid_execution,
 )
-from .errors import HttpProblem, forbidden, invalid_execution, unknown_execution, unknown_seat
+from .errors import HttpProblem, forbidden, invalid_execution, not_published, unknown_execution, unknown_seat
 from .refusal_log import REQUEST_EXECUTION
 from .registry import SwarmEntry
 from .schemas import DecisionAnswer, DecisionRequest, SeatRequest
@@ -76,6 +76,8 @@ async def restore_decision(request: web.Request) -> web.Response:
         raise forbidden()
     found = await blocking(state.find_execution, execution)
     if found is None:
+        if await blocking(state.unpublished_execution, execution):
+            raise not_published()  # it exists: this replica has not loaded its swarm yet
         if operator:
             raise unknown_execution()
         raise forbidden()

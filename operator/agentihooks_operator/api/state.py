@@ -61,6 +61,9 @@ class ApiState:
         default=(float("-inf"), frozenset()), init=False, repr=False
     )
     _scanned: tuple[float, tuple[bytes, ...]] = field(default=(float("-inf"), ()), init=False, repr=False)
+    _records_scanned: tuple[float, tuple[bytes, ...]] = field(
+        default=(float("-inf"), ()), init=False, repr=False
+    )
 
     def entry(self, swarm: str, namespace: str | None = None) -> SwarmEntry:
         """The published swarm ``namespace/swarm`` (or the one namespace holding ``swarm``), else 404;
@@ -88,6 +91,22 @@ class ApiState:
             found = tuple(sorted(self.redis.scan_iter(match=pattern, count=1000, _type="HASH")))
             self._scanned = (time.monotonic(), found)
             return found
+
+    def unpublished_execution(self, execution_id: str) -> bool:
+        """True when ``execution_id`` is an attempt of a swarm this replica has not published yet
+        (blocking): a replica that has just started, or has just been given the swarm. A decision
+        for it is told to retry (503), never that the execution does not exist (404).
+
+        Only ever asked after :meth:`find_execution` found nothing; its SCAN is reused for
+        ``rescan_seconds``, so unknown ids cannot make this replica scan Redis more often."""
+        published = {e.recovery.keys.attempt_records.encode() for e in self.registry.entries()}
+        with self._scan_lock:
+            at, keys = self._records_scanned
+            if time.monotonic() - at >= self.rescan_seconds:
+                pattern = f"{self.key_prefix}:swarm:*:attempt-records"
+                keys = tuple(sorted(self.redis.scan_iter(match=pattern, count=1000, _type="HASH")))
+                self._records_scanned = (time.monotonic(), keys)
+        return any(key not in published and self.redis.hexists(key, execution_id) for key in keys)
 
     def unpublished_worker(self, execution_id: str, token: str) -> bool:
         """True when ``token`` is the live credential of ``execution_id`` in a swarm the registry has

@@ -76,3 +76,29 @@ def test_the_worker_reporter_retries_through_the_gap(world: World) -> None:
     publisher.join(30)
     assert answered.is_set()
     assert world.client.hget(r.keys.heartbeats, eid) is not None
+
+
+def decide(world: World, eid: str, token: str, choice: str = "fresh"):  # type: ignore[no-untyped-def]
+    body = {"choice": choice, "agent": "operator"}
+    return world.call("POST", f"/v1/executions/{eid}/restore-decision", token, json=body)
+
+
+def test_a_decision_for_an_unpublished_swarm_is_told_to_retry_not_that_it_does_not_exist(
+    world: World,
+) -> None:
+    """Found by the fault campaign: a replica just restarted answered 404 ``unknown_execution`` for an
+    attempt that exists, and a master would drop its decision. It is 503 until the swarm is published,
+    and nothing is written meanwhile."""
+    r, eid = unpublished(world)
+    operator = world.tokens["operator"]
+    before = world.client.hgetall(r.keys.attempt_recoveries)
+    early = decide(world, eid, operator)
+    assert early.status_code == 503, early.text
+    assert early.json()["error"] == "swarm_not_published" and early.headers["Retry-After"] == "1"
+    assert world.client.hgetall(r.keys.attempt_recoveries) == before
+    # an id that no swarm holds is still unknown, published or not
+    missing = decide(world, "exe-" + "0" * 32, operator)
+    assert missing.status_code == 404 and missing.json()["error"] == "unknown_execution"
+    world.registry.publish("swarm-c", r, world.specs["swarm-c"], holder="ctl-a")
+    after = decide(world, eid, operator)  # published: the recovery rules answer (the attempt is live)
+    assert after.status_code == 409 and after.json()["error"] == "not_pending", after.text

@@ -323,7 +323,14 @@ class Campaign:
         except httpx.HTTPError as e:
             result, answer = "unknown", type(e).__name__
         else:
-            result = "ok" if r.status_code == 200 else "unknown" if r.status_code >= 500 else "refused"
+            # 202: recorded for the lease holder's next pass, which may still refuse it; 5xx: no telling
+            result = (
+                "ok"
+                if r.status_code == 200
+                else "unknown"
+                if r.status_code in (202,) or r.status_code >= 500
+                else "refused"
+            )
             answer = f"{r.status_code} {_reason(r)}"
         self.decisions[f"{choice}:{result}"] += 1
         self.add(
@@ -523,14 +530,17 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def _reason(r: httpx.Response) -> str:
-    """The refusal's reason word from an error answer (``{"error": {"reason": ...}}`` or similar)."""
+    """The error code of an answer (``{"error": "not_pending", ...}``), or its status word."""
     try:
         body = r.json()
     except ValueError:
         return ""
-    error = body.get("error") if isinstance(body, dict) else None
-    found = (error or {}).get("reason") if isinstance(error, dict) else None
-    return str(found or (body.get("reason") if isinstance(body, dict) else "") or "")
+    if not isinstance(body, dict):
+        return ""
+    error = body.get("error")
+    if isinstance(error, dict):
+        error = error.get("reason")
+    return str(error or body.get("status") or "")
 
 
 def _labels(pod: dict[str, Any]) -> dict[str, str]:

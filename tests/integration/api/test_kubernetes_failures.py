@@ -1,0 +1,83 @@
+"""A Kubernetes call that fails under a decision is answered as what it is, never ``500 internal``.
+
+Found by the fault campaign: with kube-apiserver restarting, a decision whose replacement Pod could not
+be created was answered 500, which a master cannot tell from a bug. Unreachable (or 429/5xx) is now
+``503 kubernetes_unavailable`` with ``Retry-After``, and repeating the decision then launches exactly
+one replacement; a refusal (an RBAC 403) is ``502 kubernetes_refused`` naming the status. The
+launcher is this API's Kubernetes edge; the rest is the real API over a real Redis.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentihooks_operator.k8s.errors import ApiError
+from testsupport.recovery import observe
+
+from .conftest import World
+
+
+def decide(world: World, eid: str, choice: str = "fresh") -> Any:
+    body = {"choice": choice, "agent": "operator"}
+    return world.call("POST", f"/v1/executions/{eid}/restore-decision", world.tokens["operator"], json=body)
+
+
+def next_pass(world: World, eid: str) -> None:
+    """The leader's next recovery pass (the failed attempt's Pod still seen failed)."""
+    world.recoveries["swarm-a"].reconcile(
+        world.specs["swarm-a"], observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"})
+    )
+
+
+def failing_once(world: World, error: ApiError) -> list[str]:
+    launch, failed = world.launcher.launch, []
+
+    def once(plan: Any) -> Any:
+        if not failed:
+            failed.append(plan.execution_id)
+            raise error
+        return launch(plan)
+
+    world.launcher.launch = once  # type: ignore[method-assign]
+    return failed
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(0, "transport error: NewConnectionError"), (503, "Service Unavailable"), (429, "x")],
+)
+def test_an_unreachable_api_server_is_503_and_the_retry_launches_once(
+    world: World, status: int, reason: str
+) -> None:
+    eid = world.fail()
+    failed = failing_once(world, ApiError(status, "POST", "/api/v1/namespaces/default/pods", reason))
+    first = decide(world, eid)
+    assert first.status_code == 503, first.text
+    assert first.json()["error"] == "kubernetes_unavailable" and first.headers["Retry-After"] == "2"
+    assert "/api/v1" not in first.text  # the call is the operator's log's business, not the caller's
+    # the decision was stored before the launch failed: the retry is replayed, and the pass that
+    # follows launches the one replacement (twice over: a second pass creates nothing more)
+    again = decide(world, eid)
+    assert again.status_code == 200 and again.json()["replayed"] is True, again.text
+    replacement = again.json()["replacement"]
+    next_pass(world, eid)
+    next_pass(world, eid)
+    assert failed and world.launcher.created[replacement] == 1
+    assert sum(world.launcher.created.values()) == 3  # two first attempts (swarm-a, swarm-b) + this one
+    assert decide(world, eid).json()["replacement"] == replacement
+
+
+def test_a_refused_kubernetes_call_is_502_naming_its_status(world: World) -> None:
+    eid = world.fail()
+    failing_once(
+        world, ApiError(403, "POST", "/api/v1/namespaces/default/pods", "Forbidden", "pods is forbidden")
+    )
+    first = decide(world, eid)
+    assert first.status_code == 502, first.text
+    assert first.json()["error"] == "kubernetes_refused" and "403 Forbidden" in first.json()["message"]
+    assert "pods is forbidden" not in first.text
+    again = decide(world, eid)
+    assert again.status_code == 200, again.text
+    next_pass(world, eid)
+    assert world.launcher.created[again.json()["replacement"]] == 1
