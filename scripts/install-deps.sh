@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine (idempotent).
-# apt: redis-server, git, chromium, prometheus and python3-venv. pip: this project with its test extras,
+# apt: redis-server, git, chromium, prometheus, python3-venv and libfaketime. pip: this project with its test extras,
 # into the project's own virtualenv ($AGENTIHOOKS_VENV, default .venv): stock Debian 12 refuses pip
 # installs into the system Python (PEP 668), and nothing here needs them.
 set -euo pipefail
@@ -13,6 +13,8 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 # Prometheus and promtool (Debian 12 ships 2.42): the chart's alerts and dashboard are tested against them
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need_apt+=(prometheus)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# the fault campaign's clock_skew (tests/testsupport/chaos/nemesis.py)
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || need_apt+=(libfaketime)
 # The real-node tier (tests/testsupport/realnode.py): containerd, runc and the CNI plugins run real Pods;
 # gcc builds the pause image; busybox-static makes the probe image whose containers the kernel OOM-kills.
 if [ "$(id -u)" = 0 ]; then

@@ -171,7 +171,9 @@ class ControlPlane:
         data = self.workdir / "etcd-data"
         data.mkdir(exist_ok=True)
         client = f"http://127.0.0.1:{self.etcd_port}"
-        peer = f"http://127.0.0.1:{free_port()}"
+        # the same peer address on a restart: the member's data names the one it was first given
+        self._etcd_peer = getattr(self, "_etcd_peer", None) or free_port()
+        peer = f"http://127.0.0.1:{self._etcd_peer}"
         self._spawn(
             "etcd",
             [
@@ -272,6 +274,14 @@ class ControlPlane:
         self.stop_process("kube-apiserver")
         time.sleep(down_seconds)
         self.start_apiserver()
+        self.wait_ready()
+
+    def restart_etcd(self, down_seconds: float = 0.0) -> None:
+        """Stop etcd (SIGTERM: it syncs what it acknowledged), optionally wait, start it again on the
+        same data and ports; returns once the API server is ready on it again."""
+        self.stop_process("etcd")
+        time.sleep(down_seconds)
+        self.start_etcd()
         self.wait_ready()
 
     def stop(self) -> None:

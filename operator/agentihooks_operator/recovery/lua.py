@@ -97,7 +97,8 @@ local mine = tonumber(ARGV[2])
 local raw = redis.call('GET', KEYS[1])
 if raw then
   local o = cjson.decode(raw)
-  if o.owner ~= ARGV[1] or (mine ~= 0 and tonumber(o.epoch) ~= mine) then
+  local ours = ARGV[5] and ARGV[5] ~= '' and o.incarnation == ARGV[5]
+  if o.owner ~= ARGV[1] or (mine ~= 0 and tonumber(o.epoch) ~= mine and not ours) then
     return cjson.encode({state='held', owner=o.owner, epoch=o.epoch})
   end
   if tonumber(o.epoch) == mine then
@@ -105,7 +106,7 @@ if raw then
     redis.call('SET', KEYS[1], cjson.encode(o), 'PX', lease_ms)
     return cjson.encode({state='renewed', epoch=o.epoch})
   end
-  if mine == 0 and ARGV[5] and ARGV[5] ~= '' and o.incarnation == ARGV[5] then
+  if ours then
     o.expires_at = now + lease_ms
     redis.call('SET', KEYS[1], cjson.encode(o), 'PX', lease_ms)
     return cjson.encode({state='acquired', epoch=o.epoch, adopted=true})

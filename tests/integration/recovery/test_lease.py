@@ -195,6 +195,23 @@ def test_a_take_whose_answer_was_lost_is_adopted_not_taken_again(make, client) -
     assert restarted.acquire() and restarted.epoch == 2
 
 
+def test_a_retake_whose_answer_was_lost_is_adopted_too(make, client) -> None:  # type: ignore[no-untyped-def]
+    """Found by seed 7's campaign: the instance held epoch 1, its lease expired (a frozen Redis
+    replica held its renewal in WAIT), and its retake ran in Redis at epoch 2 but the answer was lost.
+    Asking again with epoch 1 it was told "held by ctl-a (epoch 2)", by itself, and dropped the lease
+    to expire; the next take burnt epoch 3 with no takeover counted. It adopts epoch 2 now."""
+    a = make("ctl-a")
+    assert a.acquire() and a.epoch == 1
+    lease, keys = a._lease, [a.keys.control_owner, a.keys.control_epoch]
+    wait_until_gone(client, a.keys.control_owner)
+    answer = json.loads(lease._acquire(keys=keys, args=["ctl-a", 1, 15000, "", lease.incarnation]))
+    assert answer == {"state": "acquired", "epoch": 2}  # ...and lost on its way back
+    assert a.epoch == 1
+    assert a.acquire() and a.epoch == 2
+    assert int(client.get(a.keys.control_epoch)) == 2 and a.lease_churn() == (2, 0)
+    assert a.acquire() and a.epoch == 2  # renewed as usual from there
+
+
 def test_a_lost_answer_adopts_nothing_another_instance_took(make, client) -> None:  # type: ignore[no-untyped-def]
     a, old = make("ctl-a"), make("ctl-a")
     assert old.acquire() and old.epoch == 1  # an earlier process of the same holder

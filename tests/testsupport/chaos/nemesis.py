@@ -17,16 +17,25 @@ thawed), and :meth:`Nemesis.heal` ends any still in progress. Kinds:
 * ``redis_freeze`` — one Redis replica SIGSTOPped for a while (``WAIT`` waits);
 * ``apiserver_restart`` — kube-apiserver stopped and started (etcd keeps all);
 * ``broker_drop`` — the account broker applies releases and drops the answer
-  (an unknown outcome the controller must observe before sending again).
+  (an unknown outcome the controller must observe before sending again);
+* ``etcd_restart`` — etcd stopped and started on the same data (the API
+  server answers errors meanwhile); it and ``apiserver_restart`` share one
+  target, so the control plane has one fault at a time;
+* ``clock_skew`` — a replica restarted with its wall clock 20 to 120 s ahead or
+  behind (Debian's libfaketime, ``LD_PRELOAD``; the monotonic clock moves
+  with it by the same constant, so its timers stay sane), then restarted
+  with the true clock. Skipped, and said so, where libfaketime is missing.
 
-Network partitions through a TCP fault proxy and clock skew are not among them
-yet (docs/reliability.md says so).
+The two Redis faults share one target too: a Sentinel set with two replicas
+survives one failure at a time. Network partitions through a TCP fault proxy
+are not among the kinds yet (docs/reliability.md says so).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import os
 import random
 import signal
@@ -42,7 +51,19 @@ import redis as redis_py
 from ..redis_server import free_port
 
 OPERATOR_SCRIPT = Path(__file__).resolve().parents[2] / "integration" / "operator" / "operator_process.py"
-KINDS = ("kill9", "term", "pause", "redis_failover", "redis_freeze", "apiserver_restart", "broker_drop")
+KINDS = (
+    "kill9",
+    "term",
+    "pause",
+    "redis_failover",
+    "redis_freeze",
+    "apiserver_restart",
+    "broker_drop",
+    "etcd_restart",
+    "clock_skew",
+)
+#: Debian's libfaketime (the multi-threaded build: the operator runs threads), if installed.
+FAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))), None)
 
 
 class Replica:
@@ -61,11 +82,17 @@ class Replica:
         }
         self.log = logdir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.skew_s = 0
 
-    def start(self) -> None:
+    def start(self, skew_s: int = 0) -> None:
+        """Start the process; ``skew_s``: its wall clock that many seconds off (libfaketime)."""
+        env = dict(self.env)
+        if skew_s and FAKETIME:
+            env |= {"LD_PRELOAD": FAKETIME, "FAKETIME": f"{skew_s:+d}"}
+        self.skew_s = skew_s
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(OPERATOR_SCRIPT)], env=self.env, stdout=log, stderr=log
+                [sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log
             )
 
     def alive(self) -> bool:
@@ -107,6 +134,8 @@ class Nemesis:
         self.lease_s = lease_ms / 1000
         self.record = record
         self.counts: Counter[str] = Counter()
+        #: Faults this machine cannot inject (``clock_skew`` without libfaketime).
+        self.skipped: Counter[str] = Counter()
         self._busy: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -124,13 +153,19 @@ class Nemesis:
             task.add_done_callback(self._tasks.discard)
 
     def _target(self, kind: str) -> str | None:
-        if kind in ("kill9", "term", "pause"):
+        if kind in ("kill9", "term", "pause", "clock_skew"):
             return self.rng.choice(self.replicas).name
         if kind in ("redis_failover", "redis_freeze"):
             return "redis"  # one Redis fault at a time (below)
-        return {"apiserver_restart": "kube-apiserver"}.get(kind, "broker")
+        if kind in ("apiserver_restart", "etcd_restart"):
+            return "control-plane"
+        return "broker"
 
     async def _inject(self, kind: str, target: str) -> None:
+        if kind == "clock_skew" and FAKETIME is None:
+            self._busy.discard(target)
+            self.skipped[kind] += 1
+            return
         try:
             self.counts[kind] += 1
             self.record(kind, target)
@@ -208,6 +243,20 @@ class Nemesis:
                     return
             await asyncio.sleep(0.2)
 
+    async def _clock_skew(self, name: str) -> None:
+        replica = self._replica(name)
+        skew = self.rng.choice((-1, 1)) * self.rng.randint(20, 120)
+        await asyncio.to_thread(replica.stop)
+        await asyncio.to_thread(replica.start, skew)
+        try:
+            await asyncio.sleep(self.rng.uniform(10.0, 30.0))
+        finally:
+            await asyncio.to_thread(replica.stop)
+            await asyncio.to_thread(replica.start)
+
+    async def _etcd_restart(self, _: str) -> None:
+        await asyncio.to_thread(self.plane.restart_etcd, self.rng.uniform(0.2, 2.0))
+
     async def _apiserver_restart(self, _: str) -> None:
         await asyncio.to_thread(self.plane.restart_apiserver, self.rng.uniform(0.2, 2.0))
 
@@ -224,6 +273,8 @@ class Nemesis:
             await asyncio.wait(set(self._tasks), timeout=60)
         for replica in self.replicas:
             replica.signal(signal.SIGCONT)
+            if replica.alive() and replica.skew_s:
+                await asyncio.to_thread(replica.stop)
             if not replica.alive():
                 await asyncio.to_thread(replica.start)
         self.broker.mode = "normal"
