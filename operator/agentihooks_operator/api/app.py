@@ -18,6 +18,7 @@ from aiohttp import web
 
 from ..k8s.errors import ApiError
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
+from ..recovery.durable import NotReplicated
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
@@ -79,6 +80,15 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
             "control API: Redis failed on %s %s (%s)", request.method, route_name(request), type(e).__name__
         )
         return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
+    except NotReplicated:  # written on the primary, not yet confirmed on its replicas: unknown
+        log.warning("control API: %s %s: a write is not confirmed on Redis's replicas", request.method,
+                    route_name(request))  # fmt: skip
+        return _problem(
+            503,
+            "not_replicated",
+            "the write is not yet confirmed on Redis's replicas; retry shortly",
+            {"Retry-After": "2"},
+        )
     except ApiError as e:  # the API server, not the caller: its path and message stay in the log
         return _kubernetes(request, e)
     except web.HTTPException as e:

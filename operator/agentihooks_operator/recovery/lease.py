@@ -68,8 +68,15 @@ class Lease:
         self.retired = False
         #: Written into the record this instance takes: its own take, whose answer it lost, is adopted.
         self.incarnation = uuid.uuid4().hex
+        #: Serialises a take or renewal with the retirement: a renewal already past the latch when
+        #: the wind-down deletes the record would otherwise find it gone and take a new epoch.
+        self._guard = threading.RLock()
 
     def acquire(self) -> bool:
+        with self._guard:
+            return self._acquire_once()
+
+    def _acquire_once(self) -> bool:
         if self.retired:  # a pass still running after the wind-down must not take the lease back
             self.w.epoch = 0
             return False
@@ -104,6 +111,10 @@ class Lease:
 
     def release(self) -> bool:
         """Give the lease up (clean shutdown); another controller may take it at once."""
+        with self._guard:
+            return self._release_once()
+
+    def _release_once(self) -> bool:
         if not self.w.epoch:
             return False
         keys = [self.w.keys.control_owner]
@@ -119,8 +130,9 @@ class Lease:
         in its thread; without the latch that pass's next renewal would take the lease again, with
         a new epoch, and keep it until its TTL ran out.
         """
-        self.retired = True
-        return self.release()
+        with self._guard:
+            self.retired = True
+            return self._release_once()
 
     def owner(self) -> ControlOwner | None:
         self.w.trip()

@@ -81,3 +81,27 @@ def test_a_refused_kubernetes_call_is_502_naming_its_status(world: World) -> Non
     assert again.status_code == 200, again.text
     next_pass(world, eid)
     assert world.launcher.created[again.json()["replacement"]] == 1
+
+
+def test_a_write_not_confirmed_on_the_replicas_is_503_and_the_retry_decides(world: World) -> None:
+    """Found by the fault campaign: a decision whose guarded write timed out in ``WAIT`` (a frozen
+    Redis replica) was answered 500. Its outcome is unknown: 503 ``not_replicated``, retry."""
+    from agentihooks_operator.recovery.durable import NotReplicated
+
+    eid = world.fail()
+    recovery = world.recoveries["swarm-a"]
+    decide_now, calls = recovery.decide, []
+
+    def once(*args: Any, **kw: Any) -> Any:
+        if not calls:
+            calls.append(args)
+            raise NotReplicated("1 of 2 replicas acknowledged")
+        return decide_now(*args, **kw)
+
+    recovery.decide = once  # type: ignore[method-assign]
+    first = decide(world, eid)
+    assert first.status_code == 503, first.text
+    assert first.json()["error"] == "not_replicated" and first.headers["Retry-After"] == "2"
+    assert "replicas acknowledged" not in first.text
+    again = decide(world, eid)
+    assert again.status_code == 200, again.text

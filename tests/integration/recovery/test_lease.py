@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 import pytest
@@ -99,6 +100,39 @@ def test_a_given_up_lease_is_never_taken_back_by_the_same_instance(make, client)
     assert int(client.get(a.keys.control_epoch)) == 1, "no new epoch was taken"
     b = make("ctl-b")
     assert b.acquire() and b.epoch == 2
+
+
+def test_a_renewal_in_flight_when_the_lease_is_given_up_takes_no_new_epoch(make, client, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Found by a clean-clone CI run: the last replica stopping moved the epoch from 3 to 4. Its pass
+    thread's renewal was past the "given up" latch when the wind-down deleted the record; the renewal
+    then found no record and took a new epoch, held until its TTL ran out. The renewal and the
+    release are serialised now: the renewal finishes first (renewed), then the record is deleted."""
+    a = make("ctl-a")
+    assert a.acquire() and a.epoch == 1
+    lease = a._lease
+    in_flight, go = threading.Event(), threading.Event()
+    real_trip = lease.w.trip
+
+    def trip(n: int = 1) -> None:
+        if threading.current_thread().name == "renewal" and not in_flight.is_set():
+            in_flight.set()  # past the latch, before the script runs
+            go.wait(10)
+        real_trip(n)
+
+    monkeypatch.setattr(lease.w, "trip", trip)
+    renewal = threading.Thread(target=a.acquire, name="renewal")
+    renewal.start()
+    assert in_flight.wait(10)
+    stop = threading.Thread(target=a.give_up, name="wind-down")
+    stop.start()
+    stop.join(0.5)  # without the serialisation the record is deleted here, under the renewal
+    go.set()
+    renewal.join(10)
+    stop.join(10)
+    assert not renewal.is_alive() and not stop.is_alive()
+    assert client.get(a.keys.control_owner) is None, "the lease stays given up"
+    assert int(client.get(a.keys.control_epoch)) == 1, "no new epoch was taken"
+    assert a.epoch == 0 and a.lease_churn() == (1, 0)
 
 
 def test_lease_too_short_is_refused(make) -> None:  # type: ignore[no-untyped-def]
