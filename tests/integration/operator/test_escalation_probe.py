@@ -150,6 +150,13 @@ async def _blocked(cluster: Cluster, swarm: str, text: str) -> dict[str, Any] | 
     return None
 
 
+async def _blocked_event(cluster: Cluster, swarm: str, text: str) -> bool:
+    return any(
+        e["reason"] == "LaunchBlocked" and e["involvedObject"]["name"] == swarm and text in e["message"]
+        for e in await cluster.events()
+    )
+
+
 def _tricks(operator_account: str) -> list[tuple[str, dict[str, Any], str]]:
     c = "podTemplate.spec.container"
     return [
@@ -214,9 +221,10 @@ async def test_the_operator_refuses_what_admission_cannot_know_and_creates_nothi
             card = await eventually(lambda n=name, t=text: _blocked(cluster, n, t), what=f"{name}: card")
             assert card["launch_blocked"].startswith("the Swarm's Pod template is refused: ")
             assert "hunter2" not in str(card)
-        events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
+        # the card is written before the Event is posted: wait for each swarm's Event, then read them all
         for name, _, text in tricks:
-            assert any(e["involvedObject"]["name"] == name and text in e["message"] for e in events), name
+            await eventually(lambda n=name, t=text: _blocked_event(cluster, n, t), what=f"{name}: event")
+        events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
         assert not any("hunter2" in str(e) for e in events)
     for verb_resource in ("pods", "secrets", "configmaps"):
         assert cluster.count("create", verb_resource) == 0, verb_resource
