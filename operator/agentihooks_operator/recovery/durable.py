@@ -49,7 +49,13 @@ class Durability:
 class NotReplicated(RecoveryError):
     """The write reached the primary but fewer replicas than required acknowledged it in time:
     its outcome is unknown (it may survive, or vanish in a failover). Nothing acts on it; the step
-    is re-observed and, if missing, re-sent on the next pass."""
+    is re-observed and, if missing, re-sent on the next pass. ``answer`` is what the script returned
+    on the primary (``None`` when nothing ran): a caller may learn from it what it must account for,
+    never act on it as done."""
+
+    def __init__(self, message: str, answer: Any = None) -> None:
+        super().__init__(message)
+        self.answer = answer
 
 
 _ATTACHED: WeakKeyDictionary[Any, Durability] = WeakKeyDictionary()
@@ -101,11 +107,12 @@ def run_script(client: redis.Redis, script: Script, keys: Sequence[str], args: S
         if isinstance(answer, Exception):
             raise answer
         if isinstance(acked, Exception):
-            raise NotReplicated(f"the write ran but WAIT failed ({acked}): outcome unknown")
+            raise NotReplicated(f"the write ran but WAIT failed ({acked}): outcome unknown", answer)
         if int(acked) < durability.replicas:
             raise NotReplicated(
                 f"the write reached {int(acked)} of {durability.replicas} replicas within "
-                f"{durability.timeout_ms} ms: outcome unknown, re-observed on the next pass"
+                f"{durability.timeout_ms} ms: outcome unknown, re-observed on the next pass",
+                answer,
             )
         return answer
     raise NotReplicated("the script was missing from Redis twice in a row: nothing ran")

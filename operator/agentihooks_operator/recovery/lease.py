@@ -19,6 +19,13 @@ that epoch instead of burning another one. Without it every lost answer moved
 the epoch once more with no takeover counted (found by the fault campaign,
 tests/testsupport/chaos). Another instance of the same holder (a restart) has
 another incarnation and still takes a new epoch.
+
+A take whose answer is lost may still have moved the epoch, and its record can
+expire before the next take adopts it. So the takeover is counted as soon as
+the epoch is known to have moved (a take the replicas did not confirm answers
+with what the primary did), and a take with no answer at all says in its log
+line that the epoch may have moved: the churn count never trails the epoch
+for a reason nobody wrote down.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ import logging
 import threading
 import uuid
 
-from .durable import run_script
+import redis
+
+from .durable import NotReplicated, run_script
 from .lua import LEASE, RELEASE_LEASE
 from .records import ControlOwner
 from .writer import Writer
@@ -71,6 +80,8 @@ class Lease:
         #: Serialises a take or renewal with the retirement: a renewal already past the latch when
         #: the wind-down deletes the record would otherwise find it gone and take a new epoch.
         self._guard = threading.RLock()
+        #: The last epoch counted as taken: adopting it after a lost answer is not another takeover.
+        self._counted = 0
 
     def acquire(self) -> bool:
         with self._guard:
@@ -84,7 +95,22 @@ class Lease:
         w = self.w
         args: list[str | int] = [w.holder, w.epoch, self.lease_ms, w.now_arg(), self.incarnation]
         self.w.trip()
-        answer = json.loads(run_script(self.w.client, self._acquire, keys, args))
+        try:
+            answer = json.loads(run_script(self.w.client, self._acquire, keys, args))
+        except NotReplicated as e:  # it ran on the primary: a new epoch it took is counted now
+            self.w.epoch = 0
+            if isinstance(e.answer, (str, bytes)):
+                self._count_unconfirmed(json.loads(e.answer))
+            raise
+        except redis.RedisError as e:  # no answer: the script may have run, and moved the epoch
+            self.w.epoch = 0
+            log.warning(
+                "recovery of swarm %s: %s's take of the lease got no answer (%s); the epoch may have moved",
+                self.w.keys.label,
+                self.w.holder,
+                type(e).__name__,
+            )
+            raise
         state = answer["state"]
         if state == "held":
             if self.w.epoch:
@@ -98,16 +124,27 @@ class Lease:
                 )
             self.w.epoch = 0
             return False
-        if state == "acquired":
-            self.churn.took()
-            log.info(
-                "recovery of swarm %s: %s took the lease at epoch %s",
-                self.w.keys.label,
-                self.w.holder,
-                answer["epoch"],
-            )
+        if state == "acquired" and int(answer["epoch"]) != self._counted:
+            self._took(int(answer["epoch"]), "")
         self.w.epoch = int(answer["epoch"])
         return True
+
+    def _count_unconfirmed(self, answer: dict[str, object]) -> None:
+        """A take the replicas did not confirm: its new epoch is counted (and adopted, uncounted, by
+        the next take while the record lasts); it is not held until a take is confirmed."""
+        if answer.get("state") == "acquired" and not answer.get("adopted"):
+            self._took(int(str(answer["epoch"])), " (not yet confirmed by the replicas)")
+
+    def _took(self, epoch: int, note: str) -> None:
+        self._counted = epoch
+        self.churn.took()
+        log.info(
+            "recovery of swarm %s: %s took the lease at epoch %s%s",
+            self.w.keys.label,
+            self.w.holder,
+            epoch,
+            note,
+        )
 
     def release(self) -> bool:
         """Give the lease up (clean shutdown); another controller may take it at once."""

@@ -8,9 +8,13 @@ import threading
 import time
 
 import pytest
+import redis
 from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_operator.recovery import LeaseLost
+from agentihooks_operator.recovery import lease as lease_module
+from agentihooks_operator.recovery.durable import Durability, NotReplicated, attach
 from agentihooks_operator.recovery.lease import LeaseChurn
+from agentihooks_operator.redisconn import connect
 from testsupport.recovery import dump_keys, observe, swarm_spec
 
 
@@ -253,3 +257,42 @@ def test_a_lost_answer_adopts_nothing_another_instance_took(make, client) -> Non
     client.set(old.keys.control_owner, json.dumps({"owner": "ctl-a", "epoch": 1, "expires_at": 1}))
     assert a.acquire() and a.epoch == 2, "a record without this instance's incarnation is not its own"
     assert old.acquire() is False
+
+
+def test_a_take_the_replicas_did_not_confirm_is_counted_once(make, redis_url, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The take ran on the primary and took epoch 1, but WAIT found no replica in time (NotReplicated):
+    the instance does not hold the lease, yet the epoch moved, so the takeover is counted and logged
+    now (seed 3's campaign: a take like this whose record expired before the next one was an epoch no
+    replica ever counted). Adopting that epoch later is not counted again."""
+    c = connect(redis_url)
+    attach(c, Durability(replicas=1, timeout_ms=20))  # a standalone Redis has no replica: WAIT says 0
+    a = make("ctl-a", client=c)
+    with caplog.at_level(logging.INFO, "agentihooks.recovery"), pytest.raises(NotReplicated):
+        a.acquire()
+    assert a.epoch == 0 and int(c.get(a.keys.control_epoch)) == 1
+    assert a.lease_churn() == (1, 0)
+    assert "took the lease at epoch 1 (not yet confirmed by the replicas)" in caplog.text
+    attach(c, None)
+    assert a.acquire() and a.epoch == 1 and a.lease_churn() == (1, 0)
+    assert int(c.get(a.keys.control_epoch)) == 1
+    c.close()
+
+
+def test_a_take_with_no_answer_says_the_epoch_may_have_moved(make, client, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The connection dropped after the script ran: nothing is known, so the line says so (naming the
+    error's type only); the next take adopts the epoch and counts it then."""
+    a = make("ctl-a")
+
+    def ran_then_lost(c, script, keys, args):  # type: ignore[no-untyped-def]
+        script(keys=list(keys), args=list(args))
+        raise redis.ConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(lease_module, "run_script", ran_then_lost)
+    with caplog.at_level(logging.INFO, "agentihooks.recovery"), pytest.raises(redis.ConnectionError):
+        a.acquire()
+    assert "take of the lease got no answer (ConnectionError); the epoch may have moved" in caplog.text
+    assert a.epoch == 0 and a.lease_churn() == (0, 0) and int(client.get(a.keys.control_epoch)) == 1
+    monkeypatch.undo()
+    with caplog.at_level(logging.INFO, "agentihooks.recovery"):
+        assert a.acquire() and a.epoch == 1 and a.lease_churn() == (1, 0)
+    assert "took the lease at epoch 1" in caplog.text
