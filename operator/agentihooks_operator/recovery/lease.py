@@ -36,6 +36,7 @@ import threading
 import uuid
 
 import redis
+from redis.sentinel import MasterNotFoundError
 
 from .durable import NotReplicated, run_script
 from .lua import LEASE, RELEASE_LEASE
@@ -102,6 +103,9 @@ class Lease:
             if isinstance(e.answer, (str, bytes)):
                 self._count_unconfirmed(json.loads(e.answer))
             raise
+        except MasterNotFoundError:  # Sentinel named no primary: nothing was sent
+            self.w.epoch = 0
+            raise
         except redis.RedisError as e:  # no answer: the script may have run, and moved the epoch
             self.w.epoch = 0
             log.warning(
@@ -126,6 +130,13 @@ class Lease:
             return False
         if state == "acquired" and int(answer["epoch"]) != self._counted:
             self._took(int(answer["epoch"]), "")
+        elif state == "acquired":  # the unconfirmed take, adopted: held now, counted already
+            log.info(
+                "recovery of swarm %s: %s took the lease at epoch %s (now confirmed)",
+                self.w.keys.label,
+                self.w.holder,
+                answer["epoch"],
+            )
         self.w.epoch = int(answer["epoch"])
         return True
 

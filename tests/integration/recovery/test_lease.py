@@ -15,6 +15,7 @@ from agentihooks_operator.recovery import lease as lease_module
 from agentihooks_operator.recovery.durable import Durability, NotReplicated, attach
 from agentihooks_operator.recovery.lease import LeaseChurn
 from agentihooks_operator.redisconn import connect
+from redis.sentinel import MasterNotFoundError
 from testsupport.recovery import dump_keys, observe, swarm_spec
 
 
@@ -273,9 +274,24 @@ def test_a_take_the_replicas_did_not_confirm_is_counted_once(make, redis_url, ca
     assert a.lease_churn() == (1, 0)
     assert "took the lease at epoch 1 (not yet confirmed by the replicas)" in caplog.text
     attach(c, None)
-    assert a.acquire() and a.epoch == 1 and a.lease_churn() == (1, 0)
+    with caplog.at_level(logging.INFO, "agentihooks.recovery"):
+        assert a.acquire() and a.epoch == 1 and a.lease_churn() == (1, 0)
+    assert "took the lease at epoch 1 (now confirmed)" in caplog.text  # held now, counted once
     assert int(c.get(a.keys.control_epoch)) == 1
     c.close()
+
+
+def test_a_take_sentinel_named_no_primary_for_says_nothing_of_the_epoch(make, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    """No primary was found, so nothing was sent: the pass reports the error, the lease adds no line."""
+    a = make("ctl-a")
+
+    def no_primary(c, script, keys, args):  # type: ignore[no-untyped-def]
+        raise MasterNotFoundError("No master found for 'agentihooks'")
+
+    monkeypatch.setattr(lease_module, "run_script", no_primary)
+    with caplog.at_level(logging.INFO, "agentihooks.recovery"), pytest.raises(MasterNotFoundError):
+        a.acquire()
+    assert "lease" not in caplog.text and a.epoch == 0 and a.lease_churn() == (0, 0)
 
 
 def test_a_take_with_no_answer_says_the_epoch_may_have_moved(make, client, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]

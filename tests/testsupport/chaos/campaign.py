@@ -56,7 +56,11 @@ LEASE_MS = 2000
 FAILURES = {"oom_killed": kl.oom_killed, "application_exit": kl.application_exit, "evicted": kl.evicted}
 LABEL = "swarm.agentihooks.io/"
 #: The line a replica logs as it counts a takeover (``LeaseChurn.took``, the metric's counter).
-TOOK = re.compile(r"recovery of swarm [^/\s]+/(\S+): (\S+) took the lease at epoch (\d+)")
+TOOK = re.compile(
+    r"recovery of swarm [^/\s]+/(\S+): (\S+) took the lease at epoch (\d+)( \(not yet confirmed)?"
+)
+#: A take whose answer was lost: the replica cannot know whether it moved the epoch, and says so.
+UNANSWERED = re.compile(r"recovery of swarm [^/\s]+/(\S+): \S+'s take of the lease got no answer")
 
 
 @dataclass
@@ -363,25 +367,39 @@ class Campaign:
                 owners = await asyncio.to_thread(self._owners)
             except redis.RedisError:
                 continue
+            unanswered: Counter[str] | None = None
             for swarm, seen in owners.items():
                 if last.get(swarm) != seen:
                     last[swarm] = seen
+                    # the takes that got no answer up to now (read after the epoch: never too few)
+                    unanswered = unanswered if unanswered is not None else self._unanswered()
                     self.add(Lease(t=self.now(), kind="lease", swarm=swarm, holder=seen[0], epoch=seen[1],
-                                   takeovers=0))  # fmt: skip
+                                   takeovers=0, unanswered=unanswered[swarm]))  # fmt: skip
+
+    def _unanswered(self) -> Counter[str]:
+        found: Counter[str] = Counter()
+        for replica in self.replicas:
+            with contextlib.suppress(OSError):
+                found.update(UNANSWERED.findall(replica.log.read_text(errors="replace")))
+        return found
 
     def _count_takeovers(self) -> None:
         """Each lease observation gets the takeovers the replicas counted up to its epoch. A replica
         logs the line as it increments its ``agentihooks_lease_takeovers`` counter, and the log outlives
         a ``kill -9`` (the counter does not), so the count is read from every process's log."""
         counted: dict[str, set[int]] = defaultdict(set)
+        confirmed: dict[str, set[int]] = defaultdict(set)
         for replica in self.replicas:
             with contextlib.suppress(OSError):
-                for swarm, _, epoch in TOOK.findall(replica.log.read_text(errors="replace")):
+                for swarm, _, epoch, unconfirmed in TOOK.findall(replica.log.read_text(errors="replace")):
                     counted[swarm].add(int(epoch))
+                    if not unconfirmed:
+                        confirmed[swarm].add(int(epoch))
         for i, e in enumerate(self.entries):
             if isinstance(e, Lease):
                 n = sum(1 for epoch in counted[e.swarm] if epoch <= e.epoch)
-                self.entries[i] = e.model_copy(update={"takeovers": n})
+                held = e.epoch == 0 or e.epoch in confirmed[e.swarm]
+                self.entries[i] = e.model_copy(update={"takeovers": n, "confirmed": held})
 
     def _owners(self) -> dict[str, tuple[str | None, int]]:
         client = self.sentinel.master_for(MASTER, socket_timeout=1)

@@ -11,7 +11,9 @@ The promises (one function each, all run by :func:`check`):
 * ``stale_epoch`` — no write is accepted under an epoch older than the lease
   observed at that moment.
 * ``epoch_without_takeover`` — the lease epoch moves only by takeovers the
-  replicas counted (a churning lease the takeover alert cannot see).
+  replicas counted (a churning lease the takeover alert cannot see), or by a
+  take whose answer was lost and that the replica logged as such; and it never
+  goes back from an epoch a replica held confirmed.
 * ``outcome_mismatch`` — a worker reports the continuity its launch directed,
   or a refusal with its reason; never anything else.
 * ``liveness`` — once the faults healed and the bound passed, every seat has a
@@ -137,24 +139,30 @@ def epoch_without_takeover(entries: Sequence[Entry]) -> list[Violation]:
             by_swarm[e.swarm].append(e)
     out = []
     for swarm, leases in by_swarm.items():
-        first = leases[0]
+        first, held = leases[0], None
         for i, e in enumerate(leases):
-            if i and e.epoch < leases[i - 1].epoch:
-                detail = f"the epoch went back from {leases[i - 1].epoch} to {e.epoch}"
-                out.append(Violation("epoch_without_takeover", swarm, None, None, leases[i - 1], e, detail))
+            # an epoch no replica held confirmed (WAIT told its taker so) may vanish in a failover;
+            # below one that was held, the epoch never goes
+            if held is not None and e.epoch < held.epoch:
+                detail = f"the epoch went back from {held.epoch} to {e.epoch}"
+                out.append(Violation("epoch_without_takeover", swarm, None, None, held, e, detail))
                 break
+            if e.confirmed:
+                held = e
             following = leases[i + 1] if i + 1 < len(leases) else None
             if _short(first, e) > 0 and (following is None or _short(first, following) >= _short(first, e)):
                 detail = f"the epoch moved {e.epoch - first.epoch} times ({first.epoch} to {e.epoch})"
                 detail += f" with {e.takeovers - first.takeovers} takeovers counted"
+                detail += f" and {e.unanswered - first.unanswered} takes unanswered"
                 out.append(Violation("epoch_without_takeover", swarm, None, None, first, e, detail))
                 break
     return out
 
 
 def _short(first: Lease, e: Lease) -> int:
-    """Epoch moves since ``first`` that no counted takeover explains."""
-    return (e.epoch - first.epoch) - (e.takeovers - first.takeovers)
+    """Epoch moves since ``first`` that no counted takeover explains, nor a take that got no answer
+    (the replica logged that the epoch may have moved: nobody can know more)."""
+    return (e.epoch - first.epoch) - (e.takeovers - first.takeovers) - (e.unanswered - first.unanswered)
 
 
 def outcome_mismatch(entries: Sequence[Entry]) -> list[Violation]:

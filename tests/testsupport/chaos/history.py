@@ -48,6 +48,11 @@ class Lease(_Entry):
     holder: str | None
     epoch: int = Field(ge=0)
     takeovers: int = Field(ge=0)
+    #: Takes of this swarm's lease that got no answer so far (each may have moved the epoch).
+    unanswered: int = Field(default=0, ge=0)
+    #: Some replica held this epoch with its take confirmed by the replicas (false: a take WAIT did
+    #: not confirm, which a failover may undo).
+    confirmed: bool = True
 
 
 class Write(_Entry):

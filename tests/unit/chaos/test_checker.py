@@ -129,6 +129,37 @@ def test_the_epoch_going_back() -> None:
     assert "epoch_without_takeover" in found
 
 
+def test_an_epoch_no_replica_held_confirmed_may_vanish_in_a_failover() -> None:
+    """Seed 3: a take at epoch 3 reached the old primary only (WAIT said so to its taker, which did
+    not hold it); the promoted replica still had epoch 2, and the next take was 3 again."""
+    raw = clean()
+    raw.insert(8, {"t": 5.1, "kind": "lease", "swarm": S, "holder": "a", "epoch": 3, "takeovers": 3,
+                   "confirmed": False})  # fmt: skip
+    raw.insert(9, {"t": 5.2, "kind": "lease", "swarm": S, "holder": None, "epoch": 2, "takeovers": 2})
+    assert violations(raw) == []
+
+
+def test_the_epoch_going_below_one_a_replica_held() -> None:
+    raw = clean()
+    raw.insert(8, {"t": 5.1, "kind": "lease", "swarm": S, "holder": "a", "epoch": 3, "takeovers": 3,
+                   "confirmed": False})  # fmt: skip
+    raw.insert(9, {"t": 5.2, "kind": "lease", "swarm": S, "holder": None, "epoch": 1, "takeovers": 1})
+    v = only(raw, "epoch_without_takeover")
+    assert "the epoch went back from 2 to 1" in str(v)
+
+
+def test_a_take_that_got_no_answer_explains_one_move_only() -> None:
+    raw = clean()
+    # replica b's first take lost its answer (it logged so), its record expired, its retake is epoch 3
+    raw[7] = {**raw[7], "epoch": 3, "unanswered": 1}
+    raw[11] = {**raw[11], "epoch": 3}
+    assert violations(raw) == []
+    raw[7] = {**raw[7], "epoch": 4}
+    raw[11] = {**raw[11], "epoch": 4}
+    v = only(raw, "epoch_without_takeover")
+    assert "moved 3 times (1 to 4) with 1 takeovers counted and 1 takes unanswered" in str(v)
+
+
 @pytest.mark.parametrize(
     ("reported", "refusal"), [("reconstructed", None), ("fresh", None), ("refused", None)]
 )
