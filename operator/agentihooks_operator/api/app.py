@@ -19,6 +19,7 @@ from aiohttp import web
 from ..k8s.errors import ApiError
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from ..recovery.durable import NotReplicated
+from ..recovery.errors import StoreUnavailable
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
@@ -75,10 +76,10 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
             return forwarded
         p = not_leader()
         return _problem(p.status, p.code, p.message, p.headers)
-    except redis.RedisError as e:
-        log.warning(
-            "control API: Redis failed on %s %s (%s)", request.method, route_name(request), type(e).__name__
-        )
+    except (redis.RedisError, StoreUnavailable) as e:  # a write's answer lost: 503, the retry replays it
+        cause = e.__cause__ if isinstance(e, StoreUnavailable) and e.__cause__ is not None else e
+        what = type(cause).__name__
+        log.warning("control API: Redis failed on %s %s (%s)", request.method, route_name(request), what)
         return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
     except NotReplicated:  # written on the primary, not yet confirmed on its replicas: unknown
         log.warning("control API: %s %s: a write is not confirmed on Redis's replicas", request.method,

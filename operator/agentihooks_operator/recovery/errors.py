@@ -35,6 +35,12 @@ class LeaseLost(RecoveryError):
     """This controller does not hold the swarm's lease (or its epoch moved on); nothing was written."""
 
 
+class StoreUnavailable(RecoveryError):
+    """A write Redis did not answer or could not take for now (the connection lost, no primary named
+    by Sentinel, a read-only replica after a failover, a timeout): its outcome is unknown, and the
+    next pass (or the caller's retry) observes and replays it. A script error is not this."""
+
+
 class InvalidInput(RecoveryError):
     """An argument that is not acceptable (bad id, unknown choice); nothing was written."""
 

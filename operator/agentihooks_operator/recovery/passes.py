@@ -129,6 +129,9 @@ def _phases(
         except (InjectedFault, LeaseLost):
             _merge(report, parts, ids)
             raise
+        except OperatorError as e:  # a known failure (Redis failing over, a WAIT timeout): its message
+            log.warning("recovery of swarm %s: fencing %s failed (%s); retried next pass", ctx.label, eid, e)
+            fence = None
         except Exception:
             log.exception("recovery of swarm %s: fencing %s failed; retried next pass", ctx.label, eid)
             fence = None

@@ -18,7 +18,7 @@ import redis
 from redis.commands.core import Script
 
 from .durable import load_scripts, run_script
-from .errors import LeaseLost, RecoveryError
+from .errors import LeaseLost, RecoveryError, StoreUnavailable
 from .keys import SwarmKeys
 from .lua import PRELUDE
 from .lua_bodies import BODIES
@@ -27,6 +27,10 @@ log = logging.getLogger("agentihooks.recovery")
 
 #: Upper bound of the telemetry stream (approximate trimming).
 EVENTS_MAXLEN = 10000
+#: What Redis answers while it fails over or is out of reach (MasterNotFoundError and
+#: BusyLoadingError are ConnectionErrors; a demoted primary answers READONLY): temporary, the
+#: write's outcome unknown. Any other RedisError (a script error) is a fault of the write itself.
+TRANSIENT = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ReadOnlyError)
 
 
 class Writer:
@@ -74,6 +78,8 @@ class Writer:
         args: list[str | int] = [self.holder, self.epoch, self.now_arg(), json.dumps(payload), EVENTS_MAXLEN]
         try:
             raw = run_script(self.client, script, self.keys.all, args)  # with WAIT if attached
+        except TRANSIENT as e:
+            raise StoreUnavailable(f"redis did not answer the {name} write ({type(e).__name__})") from e
         except redis.RedisError as e:
             raise RecoveryError(f"redis refused the {name} write: {e}") from e
         finally:

@@ -105,3 +105,62 @@ def test_a_write_not_confirmed_on_the_replicas_is_503_and_the_retry_decides(worl
     assert "replicas acknowledged" not in first.text
     again = decide(world, eid)
     assert again.status_code == 200, again.text
+
+
+@pytest.mark.parametrize(
+    "error",
+    ["ConnectionError", "MasterNotFoundError", "ReadOnlyError", "TimeoutError"],
+)
+def test_a_write_redis_did_not_answer_is_503_and_the_retry_decides(
+    world: World, monkeypatch: pytest.MonkeyPatch, error: str
+) -> None:
+    """Found by the fault campaign (seed 1): a decision whose guarded write met a Sentinel failover
+    (the connection refused, no primary named yet, a demoted primary answering READONLY) was
+    answered ``500 internal``. The write's outcome is unknown and the retry replays it: 503
+    ``redis_unavailable`` with ``Retry-After``, and the retry decides once."""
+    import redis.sentinel
+    from agentihooks_operator.recovery import writer
+
+    kind = getattr(redis.exceptions, error, None) or getattr(redis.sentinel, error)
+    eid = world.fail()
+    real, failed = writer.run_script, []
+
+    def once(*args: Any, **kw: Any) -> Any:
+        if not failed:
+            failed.append(error)
+            raise kind("the primary went away")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(writer, "run_script", once)
+    first = decide(world, eid)
+    assert failed == [error]
+    assert first.status_code == 503, first.text
+    assert first.json()["error"] == "redis_unavailable" and first.headers["Retry-After"] == "2"
+    assert "went away" not in first.text
+    again = decide(world, eid)
+    assert again.status_code == 200, again.text
+    replacement = again.json()["replacement"]
+    next_pass(world, eid)
+    next_pass(world, eid)
+    assert world.launcher.created[replacement] == 1
+    assert sum(world.launcher.created.values()) == 3  # two first attempts (swarm-a, swarm-b) + this one
+    assert decide(world, eid).json()["replacement"] == replacement  # repeated: nothing new
+
+
+def test_a_write_redis_refused_as_a_script_error_stays_500(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script error is a fault of the write, not a failover: no retry would fix it, so it is not
+    dressed as temporary."""
+    import redis
+    from agentihooks_operator.recovery import writer
+
+    eid = world.fail()
+
+    def broken(*args: Any, **kw: Any) -> Any:
+        raise redis.exceptions.ResponseError("ERR user_script:1: boom")
+
+    monkeypatch.setattr(writer, "run_script", broken)
+    answer = decide(world, eid)
+    assert answer.status_code == 500 and answer.json()["error"] == "internal", answer.text
+    assert "boom" not in answer.text
