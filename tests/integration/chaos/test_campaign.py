@@ -21,11 +21,10 @@ MINUTES = float(os.environ.get("AGENTIHOOKS_CHAOS_MINUTES", "3"))
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(int(MINUTES * 60) + 600),
-    # Opt-in for now: with the etcd and clock kinds, seed 3 still finds one uncounted epoch per swarm
-    # (docs/reliability.md, "Still open"); it joins `make test` once that is fixed, not before.
+    # Part of `make test`; AGENTIHOOKS_CHAOS=0 leaves it out of a quick local run (never under CI).
     pytest.mark.skipif(
-        os.environ.get("AGENTIHOOKS_CHAOS") != "1",
-        reason="the fault campaign is opt-in until its open finding is fixed: AGENTIHOOKS_CHAOS=1",
+        os.environ.get("AGENTIHOOKS_CHAOS") == "0" and not os.environ.get("CI"),
+        reason="the fault campaign was left out (AGENTIHOOKS_CHAOS=0)",
     ),
 ]
 

@@ -62,6 +62,7 @@ def test_wheel(dist: Path) -> None:
     for script in ("agentihooks", "agentihooks-operator", "agentihooks-worker"):
         assert f"\n{script} = " in "\n" + entry_points
     assert "agentihooks-demo" not in entry_points
+    assert not [n for n in names if n.startswith("agentihooks_demo/")], "the demo needs a checkout"
     for module in (
         "agentihooks_operator/uninstall.py",
         "agentihooks_operator/ledger/static/ledger.js",

@@ -82,6 +82,7 @@ def test_wheel_has_the_packages_and_console_scripts(wheel: Path) -> None:
     for script in ("agentihooks-operator", "agentihooks-worker", "agentihooks"):
         assert f"{script} = " in entry_points
     assert "agentihooks-demo" not in entry_points, "the demo is not part of the product"
+    assert not [n for n in names if n.startswith("agentihooks_demo/")], "the demo needs a checkout"
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "the licence travels"
 
 

@@ -45,6 +45,7 @@ from agentihooks_operator.recovery.keys import SwarmKeys
 from .. import kubelet as kl
 from ..broker import running_broker
 from ..node import RealKubelet
+from ..processes import owned_run
 from ..realcluster import RealCluster
 from ..redis_sentinel import MASTER, RedisSentinelProcesses
 from .checker import Violation, check
@@ -622,13 +623,18 @@ def _recovery(label: str, values: list[float]) -> str:
 
 
 async def run_campaign(settings: Settings, plane: Any, helm: Any, workdir: Path) -> Report:
-    """One campaign in a namespace of its own on ``plane`` (deleted afterwards)."""
+    """One campaign in a namespace of its own on ``plane`` (deleted afterwards). What a SIGKILLed
+    earlier campaign left running is killed first, and everything this one starts is marked as its
+    own (:func:`..processes.owned_run`)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = RealCluster.create(plane, helm, workdir, prefix="chaos")
-    try:
-        return await Campaign(settings, cluster, workdir).run()
-    finally:
-        await cluster.close()
+    with owned_run() as swept:
+        if swept:
+            print(f"campaign: killed {len(swept)} processes a killed earlier run left", flush=True)
+        cluster = RealCluster.create(plane, helm, workdir, prefix="chaos")
+        try:
+            return await Campaign(settings, cluster, workdir).run()
+        finally:
+            await cluster.close()
 
 
 def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
@@ -663,7 +669,7 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
     print(
         f"campaign seed {args.seed}: {args.minutes} min, {args.replicas} replicas, work in {work}", flush=True
     )
-    with control_plane(work / "control-plane") as plane:
+    with owned_run(), control_plane(work / "control-plane") as plane:
         install_crd(plane)
         stop = keep_node_alive(plane, "steady-node")
         try:

@@ -16,6 +16,9 @@ The promises (one function each, all run by :func:`check`):
   goes back from an epoch a replica held confirmed.
 * ``outcome_mismatch`` — a worker reports the continuity its launch directed,
   or a refusal with its reason; never anything else.
+* ``internal_error`` — no client is answered ``500``: under a fault the API
+  says what is temporary (503 with ``Retry-After``) or refused (4xx, 502); a
+  500 is a failure nobody can act on.
 * ``liveness`` — once the faults healed and the bound passed, every seat has a
   live attempt or a decision pending.
 
@@ -179,6 +182,15 @@ def outcome_mismatch(entries: Sequence[Entry]) -> list[Violation]:
     return out
 
 
+def internal_error(entries: Sequence[Entry]) -> list[Violation]:
+    out = []
+    for e in _timed(entries):
+        if isinstance(e, Op) and (e.answer or "").split(" ")[0] == "500":
+            detail = f"the {e.op} was answered {e.answer!r}: a fault the API did not name"
+            out.append(Violation("internal_error", e.swarm, e.seat, e.attempt, e, None, detail))
+    return out
+
+
 def liveness(entries: Sequence[Entry], bound_s: float) -> list[Violation]:
     heals = [e for e in entries if isinstance(e, Heal)]
     finals = [e for e in entries if isinstance(e, Final)]
@@ -208,6 +220,7 @@ SAFETY: tuple[Callable[[Sequence[Entry]], list[Violation]], ...] = (
     stale_epoch,
     epoch_without_takeover,
     outcome_mismatch,
+    internal_error,
 )
 
 

@@ -97,7 +97,7 @@ class Op(_Entry):
     reported: str | None = None
     #: outcome: a verification refusal, when the worker refused its checkpoint.
     refusal: str | None = None
-    #: What the client got back (status and reason, or the transport error): for reading, not judged.
+    #: What the client got back (status and reason, or the transport error); only a 500 is judged.
     answer: str | None = None
 
 

@@ -231,3 +231,12 @@ def test_a_takeover_counted_a_moment_after_its_epoch_is_no_violation() -> None:
     raw.insert(8, {"t": 5.2, "kind": "lease", "swarm": S, "holder": "b", "epoch": 2, "takeovers": 2})
     raw.insert(9, {"t": 5.3, "kind": "fault", "fault": "kill9", "target": "replica-a"})
     assert violations(raw) == []
+
+
+def test_an_answer_500_is_a_violation_and_a_503_is_not() -> None:
+    raw = clean()
+    raw[10] = {**raw[10], "result": "unknown", "answer": "503 redis_unavailable"}
+    raw.insert(11, {**raw[10], "t": 6.05, "answer": "500 internal"})
+    v = only(raw, "internal_error")
+    assert (v.attempt, v.first.line) == (LOST, 12)
+    assert "answered '500 internal'" in str(v)

@@ -1,0 +1,69 @@
+"""A SIGKILLed campaign cannot stop what it started; the next one must (issue 26: the machine is left
+clean even when a run is interrupted). Real processes: a run that marks its children and is
+SIGKILLed, then the sweep the next run starts with."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import testsupport
+from testsupport.processes import OWNER_VAR, owned_run, sweep_orphans
+
+KILLED_RUN = """
+import os, signal, subprocess, sys
+from testsupport.processes import owned_run
+with owned_run():
+    child = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(child.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _running(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_what_a_killed_run_left_is_killed_by_the_next_and_nothing_else() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(testsupport.__file__).parents[1])}
+    env.pop(OWNER_VAR, None)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    orphan = int(killed.stdout.split()[0])
+    stranger = subprocess.Popen(["sleep", "300"], env=env)  # nobody's mark: never touched
+    try:
+        assert _running(orphan), "the killed run's child should have outlived it"
+        with owned_run() as swept:
+            mine = subprocess.Popen(["sleep", "300"])  # marked by this live run
+            try:
+                assert orphan in swept and _gone(orphan)
+                assert sweep_orphans() == []  # a second sweep finds nothing: this run is alive
+                assert mine.poll() is None and stranger.poll() is None
+            finally:
+                mine.kill()
+                mine.wait()
+        assert OWNER_VAR not in os.environ  # the mark ends with the run
+    finally:
+        stranger.kill()
+        stranger.wait()
+        if _running(orphan):
+            os.kill(orphan, signal.SIGKILL)
