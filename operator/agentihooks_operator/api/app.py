@@ -77,8 +77,7 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         p = not_leader()
         return _problem(p.status, p.code, p.message, p.headers)
     except (redis.RedisError, StoreUnavailable) as e:  # a write's answer lost: 503, the retry replays it
-        cause = e.__cause__ if isinstance(e, StoreUnavailable) and e.__cause__ is not None else e
-        what = type(cause).__name__
+        what = type(e.__cause__ or e).__name__  # StoreUnavailable names the Redis error it carries
         log.warning("control API: Redis failed on %s %s (%s)", request.method, route_name(request), what)
         return _problem(503, "redis_unavailable", "Redis is unavailable; retry shortly", {"Retry-After": "2"})
     except NotReplicated:  # written on the primary, not yet confirmed on its replicas: unknown

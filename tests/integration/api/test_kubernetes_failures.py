@@ -30,16 +30,22 @@ def next_pass(world: World, eid: str) -> None:
     )
 
 
-def failing_once(world: World, error: ApiError) -> list[str]:
-    launch, failed = world.launcher.launch, []
+def raising_once(call: Any, error: BaseException) -> tuple[Any, list[tuple[Any, ...]]]:
+    """``call`` that raises ``error`` the first time, and the arguments of that first call."""
+    failed: list[tuple[Any, ...]] = []
 
-    def once(plan: Any) -> Any:
+    def once(*args: Any, **kw: Any) -> Any:
         if not failed:
-            failed.append(plan.execution_id)
+            failed.append(args)
             raise error
-        return launch(plan)
+        return call(*args, **kw)
 
-    world.launcher.launch = once  # type: ignore[method-assign]
+    return once, failed
+
+
+def failing_once(world: World, error: ApiError) -> list[tuple[Any, ...]]:
+    """The launcher failing its first launch with ``error``; the list fills once it has."""
+    world.launcher.launch, failed = raising_once(world.launcher.launch, error)  # type: ignore[method-assign]
     return failed
 
 
@@ -90,15 +96,7 @@ def test_a_write_not_confirmed_on_the_replicas_is_503_and_the_retry_decides(worl
 
     eid = world.fail()
     recovery = world.recoveries["swarm-a"]
-    decide_now, calls = recovery.decide, []
-
-    def once(*args: Any, **kw: Any) -> Any:
-        if not calls:
-            calls.append(args)
-            raise NotReplicated("1 of 2 replicas acknowledged")
-        return decide_now(*args, **kw)
-
-    recovery.decide = once  # type: ignore[method-assign]
+    recovery.decide, _ = raising_once(recovery.decide, NotReplicated("1 of 2 replicas acknowledged"))  # type: ignore[method-assign]
     first = decide(world, eid)
     assert first.status_code == 503, first.text
     assert first.json()["error"] == "not_replicated" and first.headers["Retry-After"] == "2"
@@ -123,17 +121,10 @@ def test_a_write_redis_did_not_answer_is_503_and_the_retry_decides(
 
     kind = getattr(redis.exceptions, error, None) or getattr(redis.sentinel, error)
     eid = world.fail()
-    real, failed = writer.run_script, []
-
-    def once(*args: Any, **kw: Any) -> Any:
-        if not failed:
-            failed.append(error)
-            raise kind("the primary went away")
-        return real(*args, **kw)
-
+    once, failed = raising_once(writer.run_script, kind("the primary went away"))
     monkeypatch.setattr(writer, "run_script", once)
     first = decide(world, eid)
-    assert failed == [error]
+    assert len(failed) == 1
     assert first.status_code == 503, first.text
     assert first.json()["error"] == "redis_unavailable" and first.headers["Retry-After"] == "2"
     assert "went away" not in first.text
