@@ -536,10 +536,15 @@ def cached_section(args: argparse.Namespace) -> None:
     repeat = max(args.repeat, 15)  # a quiet pass is short: more samples steady its median
     work = tempfile.mkdtemp(prefix="bench-pass-cached-")
     proc, port = start_redis(work)
+    quiet: dict[int, float] = {}
     try:
         for n in args.cache_sizes:
             read = lambda client, r: baseline(client, r, [], repeat)  # noqa: E731
-            cachedpass.run_size(port, n, repeat, spec_of(n), read)
+            quiet[n] = cachedpass.run_size(port, n, repeat, spec_of(n), read)
+        smallest = min(quiet)
+        print(f"\n-- a quiet pass by size, over the quiet pass at {smallest} seats (same run)")
+        for n, took in sorted(quiet.items()):
+            print(f"{n:>7} seats: {took * 1e3:7.2f} ms = {took / quiet[smallest]:5.2f}x")
     finally:
         proc.terminate()
         proc.wait()
@@ -572,8 +577,8 @@ def main() -> None:
     parser.add_argument(
         "--cache-sizes",
         type=sizes,
-        default=[100, 1000, 5000],
-        help="seats of the cached-pass section (default 100,1000,5000; see bench/support/cachedpass.py)",
+        default=[100, 1000, 5000, 50000],
+        help="seats of the cached-pass section (default 100,1000,5000,50000; bench/support/cachedpass.py)",
     )
     parser.add_argument("--wait", type=float, default=120.0, help="longest wait for Pods, in seconds")
     parser.add_argument(

@@ -11,6 +11,7 @@ Every field's docstring is its description in the CRD (``use_attribute_docstring
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -248,6 +249,11 @@ class SwarmSpec(_Model):
         if len(agents) != len(set(agents)):
             raise ValueError("master agents must be unique")
         return self
+
+    @cached_property
+    def seat_index(self) -> dict[str, SeatSpec]:
+        """Seat name → seat, built once per spec (a pass looks seats up by name, never by a scan)."""
+        return {s.name: s for s in self.seats}
 
     def credentials_of(self, seat: SeatSpec) -> ProviderCredentials | None:
         """The provider credential Secret of ``seat``: its own, else the harness's, else none."""

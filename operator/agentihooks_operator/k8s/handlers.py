@@ -414,12 +414,20 @@ async def _loop(
     config: OperatorConfig = memo["config"]
     runner: SwarmPass | None = None
     stopping = _stopping_flag(memo)
+    parsed: tuple[int, SwarmSpec] | None = None
     while not stopped and not stopping():
         # Read before the spec: a Swarm updated in between is then observed at the older generation,
         # never claimed at a newer one than the spec the pass used.
         generation = (body.get("metadata") or {}).get("generation")
         try:
-            spec = parse_spec(body.get("spec"))
+            # The spec is parsed once per generation (the API server bumps it on every spec change):
+            # a pass of an unchanged Swarm of 50,000 seats validates nothing, and keeps the same spec
+            # object, which the seat check then recognises (:class:`..recovery.seats.Admitted`).
+            if parsed is not None and isinstance(generation, int) and parsed[0] == generation:
+                spec = parsed[1]
+            else:
+                spec = parse_spec(body.get("spec"))
+                parsed = (generation, spec) if isinstance(generation, int) else None
         except InvalidSwarm:
             await stopped.wait(5)  # reported by ``validate``; nothing runs until the spec is fixed
             continue

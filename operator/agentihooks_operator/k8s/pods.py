@@ -157,10 +157,10 @@ def _metadata(owner: Owner, ex: Execution, name: str) -> dict[str, Any]:
 
 
 def seat_of(spec: SwarmSpec, seat: str) -> SeatSpec:
-    for s in spec.seats:
-        if s.name == seat:
-            return s
-    raise KeyError(f"seat {seat!r} is not in the swarm spec")
+    found = spec.seat_index.get(seat)
+    if found is None:
+        raise KeyError(f"seat {seat!r} is not in the swarm spec")
+    return found
 
 
 def grace_seconds(spec: SwarmSpec) -> float:

@@ -14,8 +14,8 @@ attempts something may have changed for:
   is a matter of time since the Node's Ready condition changed).
 
 The seats map (seat → current attempt) costs one round trip per pass whose
-reply is its digest alone while no seat changed (hashed inside Redis, about
-1.5 ms at 5,000 seats); the map itself crosses only when it changed. The
+reply is its version token alone while no seat changed, whatever the swarm's
+size (:mod:`..recovery.seatsmap`); the map itself crosses only when it changed. The
 attempt records (JSON) are read only for the attempts chosen, in one more
 round trip, skipped when none is. An attempt whose record is no longer
 ``admitted`` (fenced, relaunched) is remembered and not read again. The pass
@@ -33,19 +33,15 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 import redis
-from redis.commands.core import Script
 
 from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
 from ..recovery.records import AttemptRecord
+from ..recovery.seatsmap import SeatsReader
 from .pods import pod_name
 
 #: Verdicts that no later Pod event is needed to change.
 SETTLED = frozenset({"running", "succeeded"})
-
-
-def _s(v: bytes | str) -> str:
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def node_period(node_lost_after_s: float) -> float:
@@ -82,17 +78,6 @@ def bound_to(pods: Mapping[str, Mapping[str, Any]], nodes: Collection[str]) -> s
     return {name for name, p in pods.items() if str((p.get("spec") or {}).get("nodeName") or "") in nodes}
 
 
-#: The seats map, unless its digest is the one the caller already holds: one round trip whose reply
-#: is 40 bytes while no seat changed. The digest is of the map's serialized form (DUMP, in Redis's C
-#: code: about 0.3 µs a seat), so nothing is parsed in Lua or Python unless the map changed.
-SEATS_IF_CHANGED_LUA = """
-local dumped = redis.call('DUMP', KEYS[1])
-local digest = dumped and redis.sha1hex(dumped) or 'absent'
-if digest == ARGV[1] then return {digest} end
-return {digest, redis.call('HGETALL', KEYS[1])}
-"""
-
-
 def execution_of(name: str) -> str:
     """The execution id a Pod name carries (see :func:`.pods.pod_name`)."""
     return name.removeprefix(pod_name(""))
@@ -107,7 +92,7 @@ class Scope:
     def __init__(self, client: redis.Redis, keys: SwarmKeys) -> None:
         self._client = client
         self._keys = keys
-        self._seats_if_changed: Script | None = None  # registered at the first incremental pass
+        self._reader = SeatsReader(client, keys, "map")
         #: execution id → state of its last observation (current, admitted attempts only).
         self.states: dict[str, str] = {}
         self._running = 0
@@ -115,9 +100,9 @@ class Scope:
         self._unsettled: set[str] = set()
         #: Attempts whose record is no longer admitted (never admitted again).
         self._out: set[str] = set()
-        #: The seats map as last read, its digest, its attempts and those without a Pod in the cache.
+        #: The seats map as last read (its version is the reader's), its attempts and those without
+        #: a Pod in the cache.
         self._seats: dict[str, str] = {}
-        self._digest = ""
         self._current: set[str] = set()
         self._absent: set[str] = set()
         #: How many verdicts changed so far (the status is rebuilt when this moves).
@@ -130,14 +115,10 @@ class Scope:
         nodes_touched: Collection[str],
     ) -> list[AttemptRecord]:
         """The current admitted attempts this incremental pass observes, sorted by seat."""
-        if self._seats_if_changed is None:
-            self._seats_if_changed = self._client.register_script(SEATS_IF_CHANGED_LUA)
-        reply = self._seats_if_changed(keys=[self._keys.seats], args=[self._digest])
+        flat = self._reader.moved()
         wanted: set[str] = set()
-        if len(reply) > 1:  # the seats map changed since the last read
-            flat = [_s(v) for v in reply[1]]
+        if flat is not None:  # the seats map changed since the last read
             self._seats = dict(zip(flat[0::2], flat[1::2], strict=True))
-            self._digest = _s(reply[0])
             self._current = set(self._seats.values())
             for gone in self.states.keys() - self._current:
                 self._drop(gone)
@@ -170,7 +151,8 @@ class Scope:
     def seen(self, observations: list[AttemptObservation], *, full: bool) -> None:
         """Remember the verdicts of this pass (a full pass replaces what was known)."""
         if full:  # the next incremental pass reads the seats map again
-            self.states, self._running, self._unsettled, self._out, self._digest = {}, 0, set(), set(), ""
+            self.states, self._running, self._unsettled, self._out = {}, 0, set(), set()
+            self._reader.forget()
         for o in observations:
             if self.states.get(o.execution_id) != o.state:
                 self.moves += 1

@@ -69,6 +69,7 @@ ADDED_PARTS = (
     "recovery-events",
     "held-recoveries",
     "restore-refusals",
+    "seats-version",
 )
 #: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
 SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
@@ -219,6 +220,11 @@ class SwarmKeys:
     def restore_refusals(self) -> str:
         """Hash: execution id → the restore refusal its worker reported (and its relaunch, once made)."""
         return self.part("restore-refusals")
+
+    @property
+    def seats_version(self) -> str:
+        """Hash: ``born`` (when it was made, ms) and ``n`` (bumped by every write of the seats map)."""
+        return self.part("seats-version")
 
     # -- parts outside the write scripts (see OUTSIDE_PARTS) ---------------------------------
     @property

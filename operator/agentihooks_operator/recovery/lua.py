@@ -9,7 +9,7 @@ step's effect and its journal record can never disagree.
 
 Scripts receive every key of the swarm (``keys.SCRIPT_PARTS`` order; one hash
 slot thanks to the hash tag) and ``ARGV = holder, epoch, now_ms|"", payload
-JSON, stream maxlen``.
+JSON, stream maxlen, token``.
 """
 
 from __future__ import annotations
@@ -78,6 +78,14 @@ local function refuse(why, extra)
   r.ok = false
   r.refused = why
   return cjson.encode(r)
+end
+-- Every write of the seats map leaves this write's token (ARGV[6], random) as the map's version ``v``;
+-- a write that adds seats leaves it as the version of its seat names ``k`` too. A pass then tells
+-- "unchanged" in O(1) (:mod:`.seatsmap`), and no version ever comes back.
+local function seats_moved(added)
+  local token = ARGV[6] or (tostring(now) .. ':' .. tostring(epoch))
+  redis.call('HSET', K['seats-version'], 'v', token)
+  if added then redis.call('HSET', K['seats-version'], 'k', token) end
 end
 local function current(exec)
   local a = jget(K['attempt-records'], exec)

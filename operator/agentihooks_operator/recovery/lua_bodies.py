@@ -27,7 +27,10 @@ for _, s in ipairs(P.seats) do
     admitted[#admitted + 1] = s.execution_id
   end
 end
-if #admitted > 0 then redis.call('HINCRBY', K['recovery-metrics'], 'admissions:first', #admitted) end
+if #admitted > 0 then
+  redis.call('HINCRBY', K['recovery-metrics'], 'admissions:first', #admitted)
+  seats_moved(true)
+end
 return done({admitted=admitted, taken=#P.seats - #admitted})
 """
 
@@ -120,6 +123,7 @@ if ad then
   if cur ~= id then return refuse('seat_moved') end
   redis.call('HSET', K['attempt-records'], ad.execution_id, ad.attempt_json)
   redis.call('HSET', K['seats'], f.seat, ad.execution_id)
+  seats_moved()
   redis.call('HSET', K['launch-grants'], ad.execution_id, ad.grant_json)
   redis.call('HSET', K['account-slots'], ad.execution_id, 'active')
   redis.call('HSET', K['worker-credentials'], ad.execution_id, ad.cred_hash)

@@ -56,7 +56,7 @@ def run_pass(
     report: PassReport,
     inflight: InFlight | None = None,
 ) -> None:
-    snap = snapshot(ctx.w)
+    snap = snapshot(ctx.w, [o.seat for o in observations if o.state in ("failed", "gone")])
     report.paused = snap.paused
     failures = failures_of(snap, observations)
     ids = list(dict.fromkeys([*failures, *snap.work]))
@@ -113,8 +113,8 @@ def _phases(
     ids: list[str],
     report: PassReport,
 ) -> None:
-    task_of = {s.name: s.task.id for s in spec.seats}
-    tasks = [task_of[f.seat] for eid, f in failures.items() if f.seat in task_of and eid in ids]
+    index = spec.seat_index
+    tasks = [index[f.seat].task.id for eid, f in failures.items() if f.seat in index and eid in ids]
     found, rows = attempts(ctx.w, ids, tasks)
     fan = Fanout(ctx)
     parts = {eid: PassReport() for eid in ids}
@@ -144,7 +144,7 @@ def _phases(
     for eid in ids:
         if eid in found:
             seat = _seat(found[eid], failures.get(eid))
-            row_of = rows.get(task_of.get(seat, ""))
+            row_of = rows.get(index[seat].task.id) if seat in index else None
             work.append(
                 _about(
                     eid,

@@ -40,6 +40,7 @@ from .models import (
 from .passes import run_one, run_pass
 from .reads import current_attempts, one
 from .records import AttemptRecord, RefusalRecord, StoredOutcome
+from .seatsmap import SeatsReader
 from .writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
@@ -82,6 +83,8 @@ class Recovery:
         self._spec: SwarmSpec | None = None
         #: Attempts a thread of this process is advancing (a pass or :meth:`recover_one`).
         self._inflight = InFlight()
+        #: The seat names admitted so far, read again only when seats were admitted (:mod:`.seatsmap`).
+        self._admitted = seats.Admitted(SeatsReader(client, self.keys, "names"))
 
     # -- lease -------------------------------------------------------------------------------
     def acquire(self) -> bool:
@@ -149,7 +152,7 @@ class Recovery:
             if not self.acquire():
                 raise LeaseLost(f"{self._w.holder} lost the lease of swarm {self.keys.label} while admitting")
 
-        return seats.ensure_seats(self._ctx, spec, renew, batch)
+        return seats.ensure_seats(self._ctx, spec, renew, batch, self._admitted)
 
     def reconcile(self, spec: SwarmSpec, observations: Sequence[AttemptObservation]) -> PassReport:
         """One recovery pass: fence, release, decide, replace and hold; then apply recorded requests."""

@@ -69,6 +69,7 @@ redis.call('HDEL', K['worker-credentials'], id)
 local new = P.execution_id
 redis.call('HSET', K['attempt-records'], new, P.attempt_json)
 redis.call('HSET', K['seats'], a.seat, new)
+seats_moved()
 redis.call('HSET', K['launch-grants'], new, P.grant_json)
 redis.call('HSET', K['account-slots'], new, 'active')
 redis.call('HSET', K['worker-credentials'], new, P.cred_hash)

@@ -29,6 +29,7 @@ from .errors import LaunchBlocked
 from .launching import mint, plan_for
 from .models import LaunchPlan
 from .records import AttemptRecord, GrantRecord, LedgerRow
+from .seatsmap import SeatsReader
 
 log = logging.getLogger("agentihooks.recovery")
 
@@ -37,26 +38,45 @@ log = logging.getLogger("agentihooks.recovery")
 BATCH = 200
 
 
+class Admitted:
+    """The seat names admitted so far, read once per admission (:mod:`.seatsmap`), and the spec last
+    found to have none missing: a pass whose spec and seats did not move checks nothing per seat."""
+
+    def __init__(self, reader: SeatsReader) -> None:
+        self._reader = reader
+        self.names: set[str] = set()
+        self._complete: list[SeatSpec] | None = None  # held, so its identity is never reused
+
+    def missing(self, spec: SwarmSpec) -> list[SeatSpec]:
+        flat = self._reader.moved()
+        if flat is not None:  # seats were admitted (by this process or another) since the last read
+            self.names, self._complete = set(flat), None
+        if self._complete is spec.seats:
+            return []
+        missing = [seat for seat in spec.seats if seat.name not in self.names]
+        self._complete = None if missing else spec.seats
+        return missing
+
+
 def ensure_seats(
-    ctx: Ctx, spec: SwarmSpec, renew: Callable[[], None], batch: int = BATCH
+    ctx: Ctx, spec: SwarmSpec, renew: Callable[[], None], batch: int = BATCH, admitted: Admitted | None = None
 ) -> list[LaunchPlan]:
     """Admit and launch generation 1 of every seat without an attempt; ``renew`` keeps the lease
-    (raises :class:`~.errors.LeaseLost` when it is gone) and runs before each batch after the first."""
+    (raises :class:`~.errors.LeaseLost` when it is gone) and runs before each batch after the first.
+    ``admitted`` is what the caller knows from earlier passes (a new one reads the seat names)."""
     if batch < 1:
         raise ValueError(f"the admission batch must be at least 1 seat, not {batch}")
-    ctx.w.trip()
-    have = {_s(s) for s in ctx.w.client.hkeys(ctx.w.keys.seats)}
-    missing = [seat for seat in spec.seats if seat.name not in have]
+    known = admitted or Admitted(SeatsReader(ctx.w.client, ctx.w.keys, "names"))
+    try:
+        missing = known.missing(spec)
+    finally:
+        ctx.w.trip()
     plans: list[LaunchPlan] = []
     for n, start in enumerate(range(0, len(missing), batch)):
         if n:
             renew()
         plans.extend(_admit_batch(ctx, spec, missing[start : start + batch]))
     return plans
-
-
-def _s(v: bytes | str) -> str:
-    return v.decode() if isinstance(v, bytes) else v
 
 
 def _admit_batch(ctx: Ctx, spec: SwarmSpec, chunk: list[SeatSpec]) -> list[LaunchPlan]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -75,7 +76,17 @@ class Writer:
     def run(self, name: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Run write script ``name``; returns its answer, raises ``LeaseLost`` if the guard refused."""
         script = self._scripts[name]
-        args: list[str | int] = [self.holder, self.epoch, self.now_arg(), json.dumps(payload), EVENTS_MAXLEN]
+        # ARGV[6]: this write's own token; a write of the seats map leaves it as the map's version
+        # (random, so no version ever comes back, whatever a failover or a restore lost).
+        nonce = secrets.token_hex(8)
+        args: list[str | int] = [
+            self.holder,
+            self.epoch,
+            self.now_arg(),
+            json.dumps(payload),
+            EVENTS_MAXLEN,
+            nonce,
+        ]
         try:
             raw = run_script(self.client, script, self.keys.all, args)  # with WAIT if attached
         except TRANSIENT as e:

@@ -198,7 +198,8 @@ def _cli(control_url: str, *args: str, until_published: bool = False) -> dict[st
 
     ``until_published``: an operator Pod that has just started (or replaced the one before it)
     answers ``unknown swarm`` until its first pass publishes the Swarm; that answer is ``{}`` here,
-    so a poll goes on (a clean-clone CI run asked before the first pass)."""
+    so a poll goes on (a clean-clone CI run asked before the first pass); so is a connection the
+    Service cannot route yet."""
     res = subprocess.run(
         [
             str(Path(sys.executable).parent / "agentihooks"),
@@ -216,6 +217,11 @@ def _cli(control_url: str, *args: str, until_published: bool = False) -> dict[st
         check=False,
     )
     if until_published and res.returncode == 1 and res.stderr.startswith("error: unknown swarm"):
+        return {}
+    # While a Service moves to a new operator Pod, kube-proxy may still send a connection to the old
+    # Pod's address for a moment (a clean-clone CI run timed out connecting right after the upgrade's
+    # --wait): the poll goes on, and a Service that never answers still fails it by its timeout.
+    if until_published and res.returncode == 3 and "cannot reach the controller" in res.stderr:
         return {}
     assert res.returncode == 0, f"agentihooks {' '.join(args)}: {res.stderr.strip()}"
     return dict(json.loads(res.stdout))
