@@ -12,6 +12,17 @@ it. Fewer acknowledgements raise :class:`NotReplicated`: the outcome is
 unknown, exactly like a lost connection, and the journal discipline makes the
 next pass re-observe and re-send the step (every script is idempotent).
 
+``WAIT`` counts what replicas acknowledged up to *this connection's* last
+write. A script that finds its work already done writes nothing, so its
+``WAIT`` would only confirm older writes of that connection: a fence another
+connection (another thread, another replica) wrote and could not replicate
+would then be acted on as if it were safe, and a failover could lose it after
+its Pod was deleted and its replacement launched (the seat's old attempt
+current again: launched a second time). So every script is pipelined with a
+write of its own, ``INCR`` of the swarm's ``wait-mark``, between the script
+and the ``WAIT``: replication is ordered, so replicas that hold the mark hold
+everything the primary held when the script ran, whoever wrote it.
+
 The durability is a property of the connection (``redisconn.connect``
 registers it), so every :class:`~.writer.Writer` and lease on that client
 honours it without being told.
@@ -90,17 +101,21 @@ def load_scripts(client: redis.Redis, scripts: Sequence[Script]) -> None:
     pipe.execute()
 
 
-def run_script(client: redis.Redis, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
-    """Run ``script`` on ``client``; with a durability attached, pipelined with ``WAIT`` (one round
-    trip, two on the first run after a primary lost its script cache)."""
+def run_script(
+    client: redis.Redis, script: Script, keys: Sequence[str], args: Sequence[Any], *, mark: str
+) -> Any:
+    """Run ``script`` on ``client``; with a durability attached, pipelined with ``INCR mark`` and
+    ``WAIT`` (one round trip, two on the first run after a primary lost its script cache). ``mark``:
+    the swarm's ``wait-mark`` key, so the ``WAIT`` covers every write the primary held."""
     durability = attached(client)
     if durability is None:
         return script(keys=list(keys), args=list(args))
     for _ in range(2):
         pipe = client.pipeline(transaction=False)
         pipe.evalsha(script.sha, len(keys), *keys, *args)
+        pipe.incr(mark)  # a write of this connection's, after everything the script saw
         pipe.execute_command("WAIT", durability.replicas, durability.timeout_ms)  # type: ignore[no-untyped-call]
-        answer, acked = pipe.execute(raise_on_error=False)
+        answer, _, acked = pipe.execute(raise_on_error=False)
         if isinstance(answer, NoScriptError):  # nothing ran (e.g. a freshly promoted replica)
             client.script_load(script.script)
             continue

@@ -77,8 +77,9 @@ SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
 #: bookkeeping whose loss is safe (a grace clock restarts, a leftover Secret is re-noted on the
 #: next retire, an upload may no longer be read back), so they are not lease-guarded.
 #: ``image-pull-since`` is an original part; the others are added (a lost ``attempt-stops`` entry only
-#: names a drained attempt's fence ``node_lost`` instead of ``evicted``).
-OUTSIDE_PARTS = ("image-pull-since", "retire-leftovers", "api-uploads", "attempt-stops")
+#: names a drained attempt's fence ``node_lost`` instead of ``evicted``). ``wait-mark`` is a counter
+#: bumped beside every guarded write when ``WAIT`` is on (:mod:`.durable`); its value means nothing.
+OUTSIDE_PARTS = ("image-pull-since", "retire-leftovers", "api-uploads", "attempt-stops", "wait-mark")
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,8 @@ class SwarmKeys:
 
     @property
     def seats_version(self) -> str:
-        """Hash: ``born`` (when it was made, ms) and ``n`` (bumped by every write of the seats map)."""
+        """Hash: ``v``, the random token of the seats map's last write, and ``k``, of the last write that
+        added seats (:mod:`.seatsmap`)."""
         return self.part("seats-version")
 
     # -- parts outside the write scripts (see OUTSIDE_PARTS) ---------------------------------
@@ -236,6 +238,12 @@ class SwarmKeys:
     def attempt_stops(self) -> str:
         """Hash: execution id → the reason its Pod was asked to stop for, while it was held stopping."""
         return f"{self.prefix}:swarm:{self.tag}:attempt-stops"
+
+    @property
+    def wait_mark(self) -> str:
+        """Counter: written beside every guarded write under ``WAIT``, so the ``WAIT`` covers every
+        write the primary holds at that moment, not only this connection's (:mod:`.durable`)."""
+        return f"{self.prefix}:swarm:{self.tag}:wait-mark"
 
     @property
     def retire_leftovers(self) -> str:

@@ -97,7 +97,9 @@ class Lease:
         args: list[str | int] = [w.holder, w.epoch, self.lease_ms, w.now_arg(), self.incarnation]
         self.w.trip()
         try:
-            answer = json.loads(run_script(self.w.client, self._acquire, keys, args))
+            answer = json.loads(
+                run_script(self.w.client, self._acquire, keys, args, mark=self.w.keys.wait_mark)
+            )
         except NotReplicated as e:  # it ran on the primary: a new epoch it took is counted now
             self.w.epoch = 0
             if isinstance(e.answer, (str, bytes)):
@@ -167,7 +169,11 @@ class Lease:
             return False
         keys = [self.w.keys.control_owner]
         self.w.trip()
-        done = bool(run_script(self.w.client, self._release, keys, [self.w.holder, self.w.epoch]))
+        done = bool(
+            run_script(
+                self.w.client, self._release, keys, [self.w.holder, self.w.epoch], mark=self.w.keys.wait_mark
+            )
+        )
         self.w.epoch = 0
         return done
 

@@ -88,7 +88,9 @@ class Writer:
             nonce,
         ]
         try:
-            raw = run_script(self.client, script, self.keys.all, args)  # with WAIT if attached
+            raw = run_script(
+                self.client, script, self.keys.all, args, mark=self.keys.wait_mark
+            )  # with WAIT if attached
         except TRANSIENT as e:
             raise StoreUnavailable(f"redis did not answer the {name} write ({type(e).__name__})") from e
         except redis.RedisError as e:

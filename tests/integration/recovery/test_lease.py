@@ -285,7 +285,7 @@ def test_a_take_sentinel_named_no_primary_for_says_nothing_of_the_epoch(make, mo
     """No primary was found, so nothing was sent: the pass reports the error, the lease adds no line."""
     a = make("ctl-a")
 
-    def no_primary(c, script, keys, args):  # type: ignore[no-untyped-def]
+    def no_primary(c, script, keys, args, *, mark):  # type: ignore[no-untyped-def]
         raise MasterNotFoundError("No master found for 'agentihooks'")
 
     monkeypatch.setattr(lease_module, "run_script", no_primary)
@@ -299,7 +299,7 @@ def test_a_take_with_no_answer_says_the_epoch_may_have_moved(make, client, monke
     error's type only); the next take adopts the epoch and counts it then."""
     a = make("ctl-a")
 
-    def ran_then_lost(c, script, keys, args):  # type: ignore[no-untyped-def]
+    def ran_then_lost(c, script, keys, args, *, mark):  # type: ignore[no-untyped-def]
         script(keys=list(keys), args=list(args))
         raise redis.ConnectionError("Connection closed by server.")
 

@@ -19,8 +19,9 @@ import pytest
 import redis
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.durable import Durability, attach, attached
+from agentihooks_operator.recovery.durable import Durability, NotReplicated, attach, attached, run_script
 from agentihooks_operator.recovery.errors import RecoveryError
+from agentihooks_operator.recovery.keys import SwarmKeys
 from agentihooks_operator.redisconn import connect
 from testsupport.counting import CountingConnection, counted
 from testsupport.recovery import MemoryLauncher, dump_keys, observe, swarm_spec
@@ -202,3 +203,37 @@ def test_wait_rides_in_the_round_trip_of_its_write(
     assert trips[1] == trips[0], (
         f"round trips of one failed attempt: {trips[0]} without WAIT, {trips[1]} with"
     )
+
+
+@pytest.mark.parametrize("sentinel", [1], indirect=True)
+def test_a_write_another_connection_could_not_replicate_is_never_confirmed_by_a_read(
+    sentinel: RedisSentinelProcesses,
+) -> None:
+    """``WAIT`` counts a connection's own writes. A fence one connection wrote while the replica was
+    frozen (unknown: ``NotReplicated``), then found "already fenced" by a script of another connection
+    (another thread or replica) that writes nothing, must stay unconfirmed: acting on it (the Pod
+    deleted, a replacement launched) and then losing it in a failover makes the old attempt current
+    again, and it is launched a second time (the campaign's ``duplicate_replacement``, seed 3)."""
+    durability = Durability(replicas=1, timeout_ms=300)
+    primary = f"redis://127.0.0.1:{sentinel.primary.port}/0"
+    writer, reader = redis.Redis.from_url(primary), redis.Redis.from_url(primary)
+    for client in (writer, reader):
+        attach(client, durability)
+    keys = SwarmKeys("agentihooks", "swarm-a")
+    fence = writer.register_script("return redis.call('HSET', KEYS[1], 'exe-1', 'fenced')")
+    look = reader.register_script("return redis.call('HGET', KEYS[1], 'exe-1')")
+    mark = keys.wait_mark
+    assert run_script(reader, look, [keys.attempt_fences], [], mark=mark) is None  # the reader wrote once
+    sentinel.freeze_replicas()
+    try:
+        with pytest.raises(NotReplicated):
+            run_script(writer, fence, [keys.attempt_fences], [], mark=mark)
+        with pytest.raises(NotReplicated) as seen:
+            run_script(reader, look, [keys.attempt_fences], [], mark=mark)
+        assert seen.value.answer == b"fenced", "the primary holds it; nothing may act on it yet"
+    finally:
+        sentinel.thaw_replicas()
+    sentinel.wait_replicated()
+    assert run_script(reader, look, [keys.attempt_fences], [], mark=mark) == b"fenced"
+    writer.close()
+    reader.close()

@@ -19,6 +19,7 @@ def _every_key(keys: SwarmKeys) -> list[str]:
         keys.retire_leftovers,
         keys.api_uploads("exe-" + "a" * 32),
         keys.attempt_stops,
+        keys.wait_mark,
     ]
 
 

@@ -14,6 +14,7 @@ def test_outside_parts_share_the_swarm_slot_and_never_enter_scripts() -> None:
         keys.retire_leftovers,
         keys.api_uploads("exe-" + "a" * 32),
         keys.attempt_stops,
+        keys.wait_mark,
     ]
     assert all(n.startswith("agentihooks:swarm:{example}:") for n in names)
     assert [n.split(":")[3] for n in names] == list(OUTSIDE_PARTS)
