@@ -31,6 +31,17 @@ operator. Figures are p50/p99, printed absolute and as ratios to that
 baseline's p50/p99. Not a test: it asserts nothing. ``--profile`` writes the
 operator's per-pass and per-call timings to its log (kept with ``--keep``).
 
+Beside the product, in the same run and interleaved round by round on the
+same API server (:mod:`peers`; ``--no-peers`` leaves them out): the
+Kubernetes Job controller replacing the OOM-killed Pods of Indexed Jobs
+(``podReplacementPolicy: Failed``, a ``podFailurePolicy`` counting exit 137;
+``--job-rounds`` of them, as each waits its per-index back-off), a bare client
+sending the product's own writes per failure from its watch event (Secret,
+ConfigMap and Pod created, the failed Pod deleted: the floor of those writes),
+and a bare client sending one Pod create per failure (the floor of any
+recovery). The same kill, the same clock. The last table prints all four and
+the ratios product / peer, and reads the issue's goals off them.
+
 ``--core-latency-ms N`` instead runs the recovery core alone (real Redis,
 ``Recovery.reconcile``, no Kubernetes) with an in-memory launcher whose every
 call takes N ms, and prints ``--seats`` failures as a ratio to one failure.
@@ -57,6 +68,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
+import peers
 import realplane
 from agentihooks_operator.recovery.keys import SwarmKeys
 from realplane import (
@@ -90,6 +102,61 @@ class Scenario:
     after_answer: list[float] = field(default_factory=list)
     #: The longest time from a round's first kill sent to its last kill answered.
     spread: float = 0.0
+    #: The same failures of the peers, interleaved with the product's rounds (:mod:`peers`):
+    #: ``job`` (the Job controller), ``writes`` (a bare client's writes of the product), ``create``
+    #: (a bare client's one Pod create).
+    peers: dict[str, list[float]] = field(default_factory=dict)
+
+    def note_peers(self, found: dict[str, list[float]]) -> None:
+        for system, values in found.items():
+            self.peers.setdefault(system, []).extend(values)
+
+
+PEERS = ("job", "writes", "create")
+
+
+async def peer_rounds(
+    args: argparse.Namespace,
+    cluster: RealCluster,
+    kubelet: BenchKubelet,
+    watch: PodWatch,
+    floors: dict[str, peers.FloorGroup],
+    label: str,
+    count: int,
+    seats: int,
+    round_: int,
+) -> dict[str, list[float]]:
+    """One round of each peer, right after the product's round of the same failures."""
+    out: dict[str, list[float]] = {}
+    for system, group in floors.items():
+        note(f"{label}: the bare client ({system}) replacing {count * seats} Pod(s)")
+        out[system] = await group.round(args.settle, args.wait)
+    if round_ < args.job_rounds:
+        note(f"{label}: the Job controller replacing {count * seats} Pod(s)")
+        out["job"] = await peers.job_round(
+            cluster, kubelet, watch, f"job-{label}-{round_}", count, seats, NODE, args.settle, args.wait
+        )
+    return out
+
+
+async def start_floors(
+    args: argparse.Namespace,
+    cluster: RealCluster,
+    kubelet: BenchKubelet,
+    watch: PodWatch,
+    label: str,
+    count: int,
+    seats: int,
+) -> dict[str, peers.FloorGroup]:
+    if args.no_peers:
+        return {}
+    floors = {
+        "writes": peers.FloorGroup(cluster, kubelet, watch, f"fw-{label}", "product", count, seats, NODE),
+        "create": peers.FloorGroup(cluster, kubelet, watch, f"fc-{label}", "pod", count, seats, NODE),
+    }
+    for group in floors.values():
+        await group.start(args.wait)
+    return floors
 
 
 async def make_running(
@@ -210,6 +277,7 @@ async def scenario(
         latencies=[],
         audit=[],
     )
+    floors = await start_floors(args, cluster, kubelet, watch, str(size), 1, size)
     for i in range(rounds):
         pods = await watch.wait_newest(name, size, i + 1, within=args.wait)
         await make_running(kubelet, redis_url, name, pods, cluster.namespace)
@@ -224,6 +292,10 @@ async def scenario(
         out.audit += by_audit
         out.after_answer += after_answer
         out.spread = max(out.spread, spread)
+        if not args.no_peers:
+            out.note_peers(await peer_rounds(args, cluster, kubelet, watch, floors, str(size), 1, size, i))
+    for group in floors.values():
+        await group.close()
     return out
 
 
@@ -262,6 +334,11 @@ async def fleet(
         out.audit += by_audit
         out.after_answer += after_answer
         out.spread = max(out.spread, spread)
+    floors = await start_floors(args, cluster, kubelet, watch, "fleet", swarms, size)
+    if not args.no_peers:
+        out.note_peers(await peer_rounds(args, cluster, kubelet, watch, floors, "fleet", swarms, size, 0))
+    for group in floors.values():
+        await group.close()
     return out
 
 
@@ -382,6 +459,51 @@ def report(bindir: Path, fresh: list[float], fresh_objects: int, scenarios: list
     print("\n| scenario | replacements | baseline p50 / p99 | p50 | p99 | p50 / base p50 | p99 / base p99 |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    if any(s.peers for s in scenarios):
+        peer_table(scenarios)
+
+
+def _ms(values: list[float], q: float) -> str:
+    return f"{pct(values, q) * 1e3:.0f} ms" if values else "-"
+
+
+def _over(a: list[float], b: list[float], q: float) -> str:
+    return f"{pct(a, q) / pct(b, q):.2f}x" if a and b else "-"
+
+
+def peer_table(scenarios: list[Scenario]) -> None:
+    """The four systems side by side (same run, interleaved), and the issue's goals read off them."""
+    print(
+        "\nkill -> replacement's ADDED event, p50 / p99 (same API server, same run, rounds interleaved);"
+        "\njob: the Job controller (Indexed, podReplacementPolicy Failed); writes: a bare client sending"
+        "\nthe product's writes per failure (Secret, ConfigMap, Pod create, failed Pod delete) from its"
+        "\nwatch event; create: a bare client sending one Pod create"
+    )
+    print(
+        "\n| scenario | product | Job controller | floor: product's writes | floor: one create "
+        "| product / Job p50, p99 | product / writes p50, p99 | product / create p50, p99 |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for s in scenarios:
+        p, j, w, c = s.latencies, s.peers.get("job", []), s.peers.get("writes", []), s.peers.get("create", [])
+        cells = [f"{_ms(v, 0.5)} / {_ms(v, 0.99)}" for v in (p, j, w, c)]
+        ratios = [f"{_over(p, v, 0.5)}, {_over(p, v, 0.99)}" for v in (j, w, c)]
+        print(f"| {s.label} | " + " | ".join(cells + ratios) + " |")
+    print("\ngoals (issue 28; read here, never asserted):")
+    for s in scenarios:
+        w, c, j = s.peers.get("writes", []), s.peers.get("create", []), s.peers.get("job", [])
+        if not w:
+            continue
+        p = s.latencies
+        checks = [f"product <= 1.1x its writes' floor: p50 {_over(p, w, 0.5)}, p99 {_over(p, w, 0.99)}"]
+        if c and len(s.latencies) == 100:
+            checks.append(f"<= 1.5x one create at 100: p50 {_over(s.latencies, c, 0.5)}")
+        if j:
+            checks.append(
+                "ahead of the Job controller: "
+                + ("yes" if pct(s.latencies, 0.99) < pct(j, 0.5) else f"p50 {_over(s.latencies, j, 0.5)}")
+            )
+        print(f"  {s.label}: " + "; ".join(checks))
 
 
 def run(args: argparse.Namespace) -> None:
@@ -542,13 +664,24 @@ def main() -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=540.0,
-        help="the whole run stops after this many seconds (default 540)",
+        default=900.0,
+        help="the whole run stops after this many seconds (default 900)",
     )
     parser.add_argument(
         "--fleet",
         action="store_true",
         help="also 1000 simultaneous failures across 10 swarms of 100 (raises --timeout to at least 1500)",
+    )
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="the product alone: no Job controller and no bare-client floors beside it",
+    )
+    parser.add_argument(
+        "--job-rounds",
+        type=int,
+        default=2,
+        help="rounds of the Job controller per scenario (each waits its 10 s back-off; default 2)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, audit log)")
     parser.add_argument(

@@ -216,6 +216,8 @@ class PodWatch:
     cluster: RealCluster
     kubelet: BenchKubelet
     added: dict[str, Added] = field(default_factory=dict)
+    #: Every Pod's first ADDED event, by name (the peers' Pods too: :mod:`peers`).
+    arrived: dict[str, float] = field(default_factory=dict)
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _finishing: set[str] = field(default_factory=set)
@@ -264,6 +266,8 @@ class PodWatch:
             self.pods.pop(name, None)
             return
         self.pods[name] = pod
+        if kind == "ADDED":
+            self.arrived.setdefault(name, arrived)
         annotations = meta.get("annotations") or {}
         if kind == "ADDED" and SEAT in annotations and name not in self.added:
             labels = meta.get("labels") or {}

@@ -40,6 +40,7 @@ from kubernetes.config.incluster_config import (
 )
 
 from .errors import ApiError, NoCredentials
+from .throttle import ClientLimits, bucket_for
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +208,10 @@ class KubeClient:
         retries: Retries | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        limits: ClientLimits | None = None,
     ) -> None:
-        """Either ``server`` and its credentials, or a loaded ``configuration`` (owned by this client)."""
+        """Either ``server`` and its credentials, or a loaded ``configuration`` (owned by this client).
+        ``limits``: kept connections and an optional rate (:mod:`.throttle`)."""
         if configuration is None:
             if not server:
                 raise ValueError("KubeClient needs a server URL or a configuration")
@@ -228,6 +231,10 @@ class KubeClient:
             raise ValueError("pass either a server URL or a configuration, not both")
         # Retries are ours (below); urllib3 must not retry underneath them.
         configuration.retries = False
+        limits = limits or ClientLimits()
+        configuration.connection_pool_maxsize = limits.connections  # read as the pool is made, below
+        self.limits = limits
+        self._bucket = bucket_for(limits, clock=clock, sleep=sleep)
         self.configuration = configuration
         self._api = ApiClient(configuration)
         self._api.user_agent = agent
@@ -247,6 +254,7 @@ class KubeClient:
         context: str | None = None,
         token_filename: str = SERVICE_TOKEN_FILENAME,
         cert_filename: str = SERVICE_CERT_FILENAME,
+        limits: ClientLimits | None = None,
     ) -> KubeClient:
         """Log in as kopf's ``login_via_client`` does: the service account in a Pod, else the kubeconfig."""
         try:
@@ -264,7 +272,7 @@ class KubeClient:
                 ) from e
             how = "the kubeconfig"
         log.info("Kubernetes API %s, credentials from %s", configuration.host, how)
-        return cls(configuration=configuration, agent=agent, timeout=timeout, retries=retries)
+        return cls(configuration=configuration, agent=agent, timeout=timeout, retries=retries, limits=limits)
 
     @classmethod
     def from_connection(cls, info: Any, *, agent: str = DEFAULT_AGENT) -> KubeClient:
@@ -339,6 +347,8 @@ class KubeClient:
         while True:
             attempt += 1
             retry_after: float | None = None
+            if self._bucket is not None:
+                self._bucket.take()
             try:
                 status, headers, raw, http_reason = self._send(method, path, body, content_type, query)
             except (urllib3.exceptions.HTTPError, ApiException, ConfigException, OSError) as e:

@@ -69,6 +69,14 @@ class OperatorConfig(BaseSettings):
     node_lost_after_seconds: float = Field(default=40.0, gt=0)
     #: Delay before a pass is retried after a Redis or API error.
     retry_delay_seconds: float = Field(default=2.0, gt=0)
+    #: The recovery client's requests per second to the API server, sustained (0: no client-side
+    #: limit; the API server's priority and fairness is the limit, see the chart's FlowSchema).
+    kube_qps: float = Field(default=0.0, ge=0)
+    #: Requests the client may send at once above ``kube_qps`` (0 with a QPS: twice the QPS).
+    kube_burst: int = Field(default=0, ge=0)
+    #: Connections to the API server kept open for reuse: a burst of failures beyond this many
+    #: concurrent calls opens (and TLS-handshakes) a connection per call.
+    kube_connections: int = Field(default=64, ge=1)
     #: Share swarms among replicas (k8s/placement.py): rendezvous hashing over the live replicas.
     #: Off: every replica tries every swarm's lease and the first one holds it.
     placement: bool = True

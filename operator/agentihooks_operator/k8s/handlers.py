@@ -58,6 +58,7 @@ from .placement import Placement, Timing
 from .pods import DOMAIN, Owner
 from .rootvolume import probe_refusal
 from .swarmpass import SwarmPass
+from .throttle import ClientLimits
 
 log = logging.getLogger(__name__)
 SWARM_LABEL = f"{DOMAIN}/swarm"
@@ -91,7 +92,10 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     _refuse_unmigrated(memo["redis"], config.swarm_key_prefix)
     if memo.get("kube") is None:
         try:
-            memo["kube"] = KubeClient.from_environment(agent=f"agentihooks-operator/{config.operator_id}")
+            memo["kube"] = KubeClient.from_environment(
+                agent=f"agentihooks-operator/{config.operator_id}",
+                limits=ClientLimits(config.kube_qps, config.kube_burst, config.kube_connections),
+            )
         except NoCredentials as e:
             raise kopf.LoginError(str(e)) from e
     if memo.get("clock") is None:
