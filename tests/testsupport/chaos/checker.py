@@ -12,8 +12,10 @@ The promises (one function each, all run by :func:`check`):
   observed at that moment.
 * ``epoch_without_takeover`` — the lease epoch moves only by takeovers the
   replicas counted (a churning lease the takeover alert cannot see), or by a
-  take whose answer was lost and that the replica logged as such; and it never
-  goes back from an epoch a replica held confirmed.
+  take whose answer was lost and that the replica logged as such, or by an
+  unconfirmed take whose holder was SIGKILLed while it waited for the
+  replicas' answer; and it never goes back from an epoch a replica held
+  confirmed.
 * ``outcome_mismatch`` — a worker reports the continuity its launch directed,
   or a refusal with its reason; never anything else.
 * ``internal_error`` — no client is answered ``500``: under a fault the API
@@ -34,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .history import Entry, Final, Heal, HistoryError, Lease, Op, Pod, Release, Write, read
+from .history import Entry, Fault, Final, Heal, HistoryError, Lease, Op, Pod, Release, Write, read
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,30 @@ def stale_epoch(entries: Sequence[Entry]) -> list[Violation]:
     return out
 
 
+#: How soon after an observation of its unconfirmed take a SIGKILL of the holder means it died waiting
+#: for the replicas' answer (``WAIT``'s 1 s timeout, the recorder's look and margin).
+DIED_WAITING_S = 3.0
+
+
+def _died_waiting(entries: Sequence[Entry]) -> dict[str, set[int]]:
+    """Epochs, by swarm, first observed held by a take no replica confirmed whose holder was SIGKILLed
+    within :data:`DIED_WAITING_S` after: the take moved the epoch while its process waited for
+    ``WAIT``'s answer, and the process was gone before it could count or log anything. (A replica's
+    counter dies with it anyway; its log line is all the campaign can read, and it never came.)"""
+    kills = [e for e in entries if isinstance(e, Fault) and e.fault == "kill9"]
+    seen: set[tuple[str, int]] = set()
+    out: dict[str, set[int]] = defaultdict(set)
+    for e in _timed(entries):
+        if not isinstance(e, Lease) or (e.swarm, e.epoch) in seen:
+            continue
+        seen.add((e.swarm, e.epoch))
+        if e.confirmed or not e.holder:
+            continue
+        if any(k.target == e.holder and e.t <= k.t <= e.t + DIED_WAITING_S for k in kills):
+            out[e.swarm].add(e.epoch)
+    return out
+
+
 def epoch_without_takeover(entries: Sequence[Entry]) -> list[Violation]:
     """Epochs moved since the swarm's first observation against takeovers counted since then. The
     recorder reads the epoch before it scrapes the counters, and a replica counts a takeover just
@@ -140,9 +166,14 @@ def epoch_without_takeover(entries: Sequence[Entry]) -> list[Violation]:
     for e in _timed(entries):
         if isinstance(e, Lease):
             by_swarm[e.swarm].append(e)
+    died = _died_waiting(entries)
     out = []
     for swarm, leases in by_swarm.items():
         first, held = leases[0], None
+
+        def _short(first: Lease, e: Lease, died: set[int] = died[swarm]) -> int:
+            return _uncounted(first, e) - sum(1 for d in died if first.epoch < d <= e.epoch)
+
         for i, e in enumerate(leases):
             # an epoch no replica held confirmed (WAIT told its taker so) may vanish in a failover;
             # below one that was held, the epoch never goes
@@ -157,12 +188,14 @@ def epoch_without_takeover(entries: Sequence[Entry]) -> list[Violation]:
                 detail = f"the epoch moved {e.epoch - first.epoch} times ({first.epoch} to {e.epoch})"
                 detail += f" with {e.takeovers - first.takeovers} takeovers counted"
                 detail += f" and {e.unanswered - first.unanswered} takes unanswered"
+                gone = sum(1 for d in died[swarm] if first.epoch < d <= e.epoch)
+                detail += f" ({gone} by takers killed while waiting for the replicas)" if gone else ""
                 out.append(Violation("epoch_without_takeover", swarm, None, None, first, e, detail))
                 break
     return out
 
 
-def _short(first: Lease, e: Lease) -> int:
+def _uncounted(first: Lease, e: Lease) -> int:
     """Epoch moves since ``first`` that no counted takeover explains, nor a take that got no answer
     (the replica logged that the epoch may have moved: nobody can know more)."""
     return (e.epoch - first.epoch) - (e.takeovers - first.takeovers) - (e.unanswered - first.unanswered)

@@ -45,7 +45,7 @@ class _Entry(BaseModel):
 class Lease(_Entry):
     kind: Literal["lease"]
     swarm: str
-    holder: str | None
+    holder: str | None = None
     epoch: int = Field(ge=0)
     takeovers: int = Field(ge=0)
     #: Takes of this swarm's lease that got no answer so far (each may have moved the epoch).

@@ -240,3 +240,25 @@ def test_an_answer_500_is_a_violation_and_a_503_is_not() -> None:
     v = only(raw, "internal_error")
     assert (v.attempt, v.first.line) == (LOST, 12)
     assert "answered '500 internal'" in str(v)
+
+
+def test_a_take_whose_holder_was_killed_while_waiting_for_the_replicas_explains_its_epoch() -> None:
+    """Seed 3 (a clean-clone run): replica b's take at epoch 3 ran on the primary while a Redis replica
+    was frozen; it was SIGKILLed before ``WAIT`` answered, so nothing logged or counted the take."""
+
+    def planted(kill_at: float, confirmed: bool = False) -> list[dict[str, Any]]:
+        raw = clean()
+        at = next(i for i, e in enumerate(raw) if e["kind"] == "heal")
+        raw[at:at] = [
+            {"t": 7.0, "kind": "lease", "swarm": S, "holder": "b", "epoch": 3, "takeovers": 2,
+             "confirmed": confirmed},
+            {"t": kill_at, "kind": "fault", "fault": "kill9", "target": "b"},
+            {"t": 8.0, "kind": "lease", "swarm": S, "holder": "a", "epoch": 4, "takeovers": 3},
+        ]  # fmt: skip
+        return sorted(raw, key=lambda e: e["t"])
+
+    assert violations(planted(7.8)) == []
+    v = only(planted(20.0), "epoch_without_takeover")  # killed long after: it had the time to count it
+    assert "moved 2 times (1 to 3) with 1 takeovers counted" in str(v)
+    v = only(planted(7.8, confirmed=True), "epoch_without_takeover")  # WAIT answered: it was counted
+    assert "moved 2 times (1 to 3) with 1 takeovers counted" in str(v)
