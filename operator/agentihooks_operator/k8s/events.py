@@ -65,6 +65,48 @@ def events_for(notice: Notice, *, swarm: str, namespace: str, swarm_uid: str | N
     return out
 
 
+def coalesced(
+    notices: list[Notice], *, swarm: str, namespace: str, swarm_uid: str | None
+) -> list[dict[str, Any]]:
+    """The Events of a batch of notices: on the Swarm, one Event per reason (``count`` = how many
+    notices, the message naming each as far as 1 KiB allows); on each attempt's Pod, its own Event.
+    A burst of failures then costs the API server one Swarm Event per kind of step, not one per
+    attempt and step. Groups keep the order of their first notice, each group's Pod Events after it.
+    """
+    groups: dict[tuple[str, bool], list[Notice]] = {}
+    for notice in notices:
+        groups.setdefault((notice.reason, notice.warning), []).append(notice)
+    out: list[dict[str, Any]] = []
+    for (reason, warning), group in groups.items():
+        if len(group) == 1:
+            out.extend(events_for(group[0], swarm=swarm, namespace=namespace, swarm_uid=swarm_uid))
+            continue
+        on_swarm: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "name": swarm}
+        if swarm_uid:
+            on_swarm["uid"] = swarm_uid
+        event = build_event(
+            Notice(reason, _joined(group), warning=warning), namespace=namespace, involved=on_swarm
+        )
+        event["count"] = len(group)
+        out.append(event)
+        for notice in group:
+            if notice.execution_id:
+                on_pod = {"apiVersion": "v1", "kind": "Pod", "name": pod_name(notice.execution_id)}
+                out.append(build_event(notice, namespace=namespace, involved=on_pod))
+    return out
+
+
+def _joined(group: list[Notice], limit: int = 1024) -> str:
+    text = f"{len(group)} attempts: "
+    for i, notice in enumerate(group):
+        more = f" ... and {len(group) - i} more"
+        part = ("; " if i else "") + notice.message
+        if len(text) + len(part) + len(more) > limit:
+            return text + more
+        text += part
+    return text
+
+
 _TYPES = {
     "fence": ("Fenced", True),
     "recovery": ("Decided", False),

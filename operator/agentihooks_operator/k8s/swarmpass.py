@@ -40,7 +40,7 @@ from .client import KubeClient, describe_refusal
 from .conditions import Verdict, of_pass, ready
 from .crd import API_VERSION, PLURAL
 from .errors import AccessDenied, ApiError
-from .events import Notice, events_for, notice_of_held, notice_of_telemetry
+from .events import Notice, coalesced, notice_of_held, notice_of_telemetry
 from .observe import PullGrace, observe
 from .passreads import PassReads
 from .podcache import RESYNC_S, PodCache
@@ -125,6 +125,10 @@ class SwarmPass(PassReads):
         self._poster = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"events-{owner.name}")
         self._idle = threading.Event()
         self._idle.set()
+        #: Notices not yet taken by the poster thread, and whether a drain of them is queued.
+        self._pending: list[Notice] = []
+        self._pending_lock = threading.Lock()
+        self._draining = False
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"reads-{owner.name}")
         #: Wall time of the last pass this replica ran as leader (the API's pass-duration gauge).
         self.last_pass_seconds: float | None = None
@@ -306,19 +310,28 @@ class SwarmPass(PassReads):
             self._post(Notice("Replaced", f"attempt {execution_id} launched", execution_id=execution_id))
 
     def _post(self, notice: Notice) -> None:
-        """Queue the Events of ``notice``; a single background thread sends them, off the pass."""
-        self._poster.submit(carry(self._send, notice))
+        """Queue the Events of ``notice``; a single background thread sends them, off the pass. The
+        notices queued while it is busy go out together, coalesced on the Swarm (:func:`.coalesced`)."""
+        with self._pending_lock:
+            self._pending.append(notice)
+            if self._draining:
+                return
+            self._draining = True
+        self._poster.submit(carry(self._send))
 
-    def _send(self, notice: Notice) -> None:
-        for event in events_for(
-            notice, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
+    def _send(self) -> None:
+        with self._pending_lock:
+            notices, self._pending = self._pending, []
+            self._draining = False
+        for event in coalesced(
+            notices, swarm=self.owner.name, namespace=self.owner.namespace, swarm_uid=self.owner.uid
         ):
             # Recovery first: each post waits (a bounded time) while a pass runs, then goes in order.
             self._idle.wait(EVENT_DEFER_S)
             try:
                 self.kube.create("events", self.owner.namespace, event)
             except ApiError as e:  # an Event is a courtesy; the records in Redis are the truth
-                log.warning("could not post event %s: %s", notice.reason, e)
+                log.warning("could not post event %s: %s", event["reason"], e)
 
     def _publish_events(self, report: PassReport) -> None:
         seen = self._seen_events if self._seen_events is not None else set()
