@@ -231,15 +231,24 @@ class SimulatedKubelet:
         r.raise_for_status()
         return dict(r.json())
 
+    async def _launch_files(self, volume: dict[str, Any]) -> dict[str, str]:
+        """The launch volume's files as the kubelet would project them: the listed keys of the
+        attempt's Secret, or (attempts of an earlier release) every key of its launch ConfigMap."""
+        if "secret" in volume:
+            secret = await self._read("secrets", volume["secret"]["secretName"])
+            items = volume["secret"].get("items") or [{"key": k, "path": k} for k in secret.get("data") or {}]
+            return {item["path"]: secret_value(secret, item["key"]) for item in items}
+        configmap = await self._read("configmaps", volume["configMap"]["name"])
+        return dict(configmap.get("data") or {})
+
     async def _run_worker(self, run: PodRun, pod: dict[str, Any], extra: dict[str, str]) -> None:
         container = pod["spec"]["containers"][0]
-        volume = next(v for v in pod["spec"].get("volumes", []) if "configMap" in v)
+        volume = next(v for v in pod["spec"].get("volumes", []) if v["name"] == "launch")
         mount = next(m for m in container.get("volumeMounts", []) if m["name"] == volume["name"])
-        configmap = await self._read("configmaps", volume["configMap"]["name"])
         mounted = run.dir / "launch"
         mounted.mkdir(exist_ok=True)
-        for key, text in (configmap.get("data") or {}).items():
-            (mounted / key).write_text(text)
+        for path, text in (await self._launch_files(volume)).items():
+            (mounted / path).write_text(text)
         env = dict(self.base_env)
         for item in container.get("env", []):
             if "value" in item:

@@ -76,8 +76,8 @@ def start_boot(
 def start_worker(
     launch_json: str, token: str, folder: Path, *, project: str, worktree: Path | str, **env: str
 ) -> subprocess.Popen[str]:
-    """``agentihooks-worker boot`` of a launch record as given (e.g. read from the operator's launch
-    ConfigMap), with the worker credential ``token``, in ``folder`` (created): what the worker Pod's
+    """``agentihooks-worker boot`` of a launch record as given (e.g. read from the attempt's Secret),
+    with the worker credential ``token``, in ``folder`` (created): what the worker Pod's
     container runs. The fake harness is first on ``PATH``; its stderr is piped."""
     folder.mkdir()
     (folder / "launch.json").write_text(launch_json)

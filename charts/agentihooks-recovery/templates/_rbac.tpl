@@ -22,15 +22,15 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch", "create", "delete"]
-# Launch records: the ConfigMap `swarm-<execution_id>-launch` mounted into each worker, created with
-# the attempt (beside its Pod), read by name to observe a launch whose outcome is unknown after a
-# restart, and deleted with the fenced attempt.
+# Launch records of attempts an earlier release launched (the ConfigMap `swarm-<execution_id>-launch`;
+# a launch record is now a key of the attempt's Secret): listed once per operator process and deleted
+# with their fenced attempt. No ConfigMap is created or read any more; this rule goes in the next release.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "create", "delete"]
-# Secrets: each attempt's worker credential is created with it (patched when a crashed launch left
-# one behind) and deleted when the attempt is fenced, so fencing revokes it; the control API reads the
-# masters' credential Secrets named in the Swarm.
+  verbs: ["list", "delete"]
+# Secrets: each attempt's worker credential and launch record are created with it (patched when a
+# crashed launch left one behind) and deleted when the attempt is fenced, so fencing revokes it; the
+# control API reads the masters' credential Secrets named in the Swarm.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "create", "patch", "delete"]

@@ -1,20 +1,25 @@
-"""The Kubernetes :class:`ReplacementLauncher`: one attempt = credential Secret + launch ConfigMap + Pod.
+"""The Kubernetes :class:`ReplacementLauncher`: one attempt = its Secret (credential + launch record) + Pod.
 
 Every create is idempotent by name: the execution id is fixed in Redis before
 ``launch`` is called, so a repeated create answers 409 and is read as
-``exists``, never a second Pod. A first launch sends the Secret, the ConfigMap
-and the Pod at once: a kubelet does not start a Pod before the ConfigMap and
-Secret it mounts exist (it stays ``ContainerCreating``), so no order is needed
-and the launch costs one API round trip. A crash may then leave a Pod without
-its Secret or ConfigMap, so a launch counts as done (``launched``) only when
-all three exist. A resumed launch (``plan.resumed``: the core minted a new
-credential) writes the Secret first (updating one a crashed launch left to
-the new credential), then the ConfigMap, then creates the Pod only if it is
-absent, so the Pod never starts with the old credential. ``retire`` deletes the
-fenced attempt's Pod only, after noting the attempt in the swarm's leftovers
-ledger; ``clean_leftovers`` (run by the pass after its launches) deletes the
-noted attempts' credential Secret and launch ConfigMap. An absent object is
-already retired.
+``exists``, never a second Pod. A first launch sends the Secret and the Pod
+at once: a kubelet does not start a Pod before the Secret it mounts exists
+(it stays ``ContainerCreating``), so no order is needed and the launch costs
+one API round trip and two writes. A crash may then leave a Pod without its
+Secret, so a launch counts as done (``launched``) only when both exist. A
+resumed launch (``plan.resumed``: the core minted a new credential) writes
+the Secret first (updating one a crashed launch left to the new credential
+and record), then creates the Pod only if it is absent, so the Pod never
+starts with the old credential. ``retire`` deletes the fenced attempt's Pod
+only, after noting the attempt in the swarm's leftovers ledger;
+``clean_leftovers`` (run by the pass after its launches) deletes the noted
+attempts' Secrets. An absent object is already retired.
+
+Attempts launched by the release before this one carry their launch record
+in a ConfigMap ``swarm-<execution_id>-launch``; their Pods run on unchanged
+after an upgrade (the worker reads the same file). The first cleaning of a
+process lists the swarm's launch ConfigMaps once, and the ConfigMap of such
+an attempt is deleted with its Secret when it is retired.
 
 Before anything of an attempt is created, the seat's provider credential Secret is read
 (:mod:`.provider`); its recognised keys are copied into the attempt's own credential Secret, which
@@ -53,11 +58,11 @@ from .podpolicy import TemplatePolicy, refusals
 from .pods import (
     Execution,
     Owner,
-    build_launch_configmap,
     build_launch_record,
     build_worker_pod,
     build_worker_secret,
     credential_secret_name,
+    label,
     launch_configmap_name,
     pod_name,
     seat_of,
@@ -120,12 +125,14 @@ class KubernetesLauncher:
         self._faults = faults
         #: Called before every call the recovery core makes (the pass renews its lease there).
         self.guard: Callable[[], None] = lambda: None
-        #: The Secret and ConfigMap creates beside each Pod create, for up to 16 launches at once.
+        #: The Secret create beside each Pod create, and the leftovers' deletes.
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix=f"launch-{owner.name}")
         #: Texts of the ``PodTemplateIgnored`` Events already posted by this process.
         self._ignored_seen: set[str] = set()
         self._refused: list[ApiError] = []
         self._refused_lock = threading.Lock()
+        #: Attempts of earlier releases with a launch ConfigMap still to delete (listed at first need).
+        self._old_launches: set[str] | None = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -159,7 +166,7 @@ class KubernetesLauncher:
         return "created"
 
     def launch(self, plan: LaunchPlan) -> Literal["created", "exists"]:
-        """Create the attempt's Secret, ConfigMap and Pod. A create the operator's RBAC refuses is noted
+        """Create the attempt's Secret and Pod. A create the operator's RBAC refuses is noted
         (the pass reports it) and is also :class:`LaunchBlocked`: the seat's card and Event say the
         launch waits, instead of a decision that reads ``bound`` beside no Pod."""
         self.guard()
@@ -181,7 +188,7 @@ class KubernetesLauncher:
         self._check_template(spec)  # before anything of the attempt is created or read
         provider = self._provider(spec, ex.seat)
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
-        secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider)
+        secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider, record)
         pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
         unheld = root_refusal(spec, pod)
         if unheld is not None:
@@ -190,22 +197,16 @@ class KubernetesLauncher:
             )
         if ignored:
             self._template_ignored(ignored)
-        cm_body = build_launch_configmap(record, self.owner, ex)
         if plan.resumed:
             self._put_secret(secret)
-            self._create("configmaps", cm_body)
             absent = self.kube.get("pods", self.owner.namespace, pod["metadata"]["name"]) is None
             result: Literal["created", "exists"] = self._create_pod(pod) if absent else "exists"
         else:
-            side: list[Future[Any]] = [
-                self._pool.submit(carry(self._put_secret, secret)),
-                self._pool.submit(carry(self._create, "configmaps", cm_body)),
-            ]
+            side: Future[Any] = self._pool.submit(carry(self._put_secret, secret))
             try:
                 result = self._create_pod(pod)
             finally:
-                for future in side:
-                    future.result()
+                side.result()
         log.info(
             "attempt %s (seat %s, generation %d): pod %s",
             plan.execution_id,
@@ -310,26 +311,24 @@ class KubernetesLauncher:
             return self.kube.get("pods", self.owner.namespace, pod_name(execution_id)) is not None
 
     def launched(self, execution_id: str) -> bool:
-        """Whether the attempt's Pod, credential Secret and launch ConfigMap all exist (read together)."""
+        """Whether the attempt's Pod and its Secret both exist (read together)."""
         self.guard()
         ns = self.owner.namespace
         with self._noting():
-            reads = [
-                self._pool.submit(self.kube.get, "secrets", ns, credential_secret_name(execution_id)),
-                self._pool.submit(self.kube.get, "configmaps", ns, launch_configmap_name(execution_id)),
-            ]
+            secret = self._pool.submit(self.kube.get, "secrets", ns, credential_secret_name(execution_id))
             pod = self.kube.get("pods", ns, pod_name(execution_id))
-            return all(r.result() is not None for r in reads) and pod is not None
+            return secret.result() is not None and pod is not None
 
     def retire(self, execution_id: str) -> None:
-        """Delete the fenced attempt's Pod; its Secret and ConfigMap wait for :meth:`clean_leftovers`."""
+        """Delete the fenced attempt's Pod; its Secret waits for :meth:`clean_leftovers`."""
         self.guard()
         self.leftovers.note(execution_id)  # noted first: a crash after the Pod delete leaves a to-do
         with self._noting():
             self.kube.delete("pods", self.owner.namespace, pod_name(execution_id))
 
     def clean_leftovers(self) -> list[str]:
-        """Delete the Secret and ConfigMap of every noted attempt; the ids whose objects are gone.
+        """Delete the Secret (and an earlier release's launch ConfigMap) of every noted attempt; the
+        ids whose objects are gone.
 
         An attempt stays noted when a delete fails, so a later pass tries again.
         """
@@ -338,6 +337,8 @@ class KubernetesLauncher:
             return []
         if self._faults is not None:
             self._faults("before:clean_leftovers")
+        if self._old_launches is None:
+            self._old_launches = self._launch_configmaps()
         futures = [(eid, self._pool.submit(carry(self._delete_leftovers, eid))) for eid in pending]
         cleaned: list[str] = []
         for eid, future in futures:
@@ -354,7 +355,30 @@ class KubernetesLauncher:
     def _delete_leftovers(self, execution_id: str) -> None:
         ns = self.owner.namespace
         self.kube.delete("secrets", ns, credential_secret_name(execution_id))
-        self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))
+        old = self._old_launches
+        if old is None or execution_id in old:  # None: the list was refused, so each is tried
+            self.kube.delete("configmaps", ns, launch_configmap_name(execution_id))
+            if old is not None:
+                old.discard(execution_id)
+
+    def _launch_configmaps(self) -> set[str] | None:
+        """Execution ids of this swarm's launch ConfigMaps (earlier releases' attempts): one list per
+        process; ``None`` when it cannot be had, and then every leftover's ConfigMap is deleted by name."""
+        try:
+            found = self.kube.list("configmaps", self.owner.namespace, {label("swarm"): self.owner.name})
+        except ApiError as e:
+            self._note(e)
+            log.info(
+                "launch ConfigMaps of swarm %s not listed (%s); each is deleted by name", self.owner.name, e
+            )
+            return None
+        prefix, suffix = pod_name(""), "-launch"
+        return {
+            name.removeprefix(prefix).removesuffix(suffix)
+            for cm in found
+            if (name := str((cm.get("metadata") or {}).get("name") or "")).startswith(prefix)
+            and name.endswith(suffix)
+        }
 
 
 def _rbac(error: ApiError) -> bool:

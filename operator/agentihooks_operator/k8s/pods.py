@@ -1,12 +1,16 @@
-"""Pure builders for one execution's Kubernetes objects: Pod, launch-record ConfigMap, credential Secret.
+"""Pure builders for one execution's Kubernetes objects: the Pod and its Secret (credential, launch record).
 
 Each builder takes plain values and returns a dict ready to POST (in the
 style of dask-kubernetes' ``build_*_spec``), so names, labels and mounts can be
 unit-tested without an API server. Names and labels follow the original
 swarm v2 controller: Pod ``swarm-<execution_id>`` with its worker container
-``agent``, ConfigMap ``swarm-<execution_id>-launch`` mounted at
-``/var/run/swarm/launch``, labels and annotations under
-``swarm.agentihooks.io/``. The ``controller-owner`` label is the original's
+``agent``, the launch record at ``/var/run/swarm/launch/launch.json``, labels
+and annotations under ``swarm.agentihooks.io/``. The original mounts that
+file from a ConfigMap ``swarm-<execution_id>-launch``; here it is a key of
+the attempt's one Secret ``swarm-<execution_id>-credential`` (beside the
+worker's token), so a launch is two creates, not three. Attempts launched by
+the release before keep their ConfigMap until they are retired
+(:func:`launch_configmap_name`). The ``controller-owner`` label is the original's
 ``agentihooks-swarm-<slug>`` (the same for every replica); which operator
 process launched the Pod is the ``operator-id`` annotation.
 """
@@ -66,6 +70,7 @@ def pod_name(execution_id: str) -> str:
 
 
 def launch_configmap_name(execution_id: str) -> str:
+    """The launch ConfigMap of an attempt an earlier release launched (none is made any more)."""
     return f"swarm-{execution_id}-launch"
 
 
@@ -205,27 +210,26 @@ def build_launch_record(
     )
 
 
-def build_launch_configmap(record: LaunchRecord, owner: Owner, ex: Execution) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _metadata(owner, ex, launch_configmap_name(ex.execution_id)),
-        "data": {LAUNCH_FILE: record.model_dump_json(exclude_none=True)},
-    }
-
-
 def build_worker_secret(
-    token: str, owner: Owner, ex: Execution, provider: ProviderCredential | None = None
+    token: str,
+    owner: Owner,
+    ex: Execution,
+    provider: ProviderCredential | None = None,
+    record: LaunchRecord | None = None,
 ) -> dict[str, Any]:
-    """The per-execution credentials: the worker's token (key ``token``, an env var of the worker
-    only) and the provider credential copied from the seat's Secret (keys ``provider.<name>``, still
-    base64 as read). Deleting this Secret (the fence does) ends both for the attempt."""
+    """The attempt's one Secret: the worker's token (key ``token``, an env var of the worker only),
+    its launch record (key ``launch.json``, the file the Pod mounts) and the provider credential
+    copied from the seat's Secret (keys ``provider.<name>``, still base64 as read). Deleting this
+    Secret (the fence does) ends the token and the credential for the attempt."""
+    data = {CREDENTIAL_KEY: token}
+    if record is not None:
+        data[LAUNCH_FILE] = record.model_dump_json(exclude_none=True)
     secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": _metadata(owner, ex, credential_secret_name(ex.execution_id)),
-        "stringData": {CREDENTIAL_KEY: token},
+        "stringData": data,
     }
     if provider is not None:
         secret["data"] = dict(provider.data)
@@ -286,8 +290,12 @@ def build_worker_pod(
         env.append({"name": PROJECT_REMOTES_ENV, "value": json.dumps({seat.project: seat.repository})})
     env.extend(_provider_env(ex, provider))
     mounts: list[dict[str, Any]] = [{"name": "launch", "mountPath": LAUNCH_DIR, "readOnly": True}]
+    launch_items = [{"key": LAUNCH_FILE, "path": LAUNCH_FILE}]
     volumes: list[dict[str, Any]] = [
-        {"name": "launch", "configMap": {"name": launch_configmap_name(ex.execution_id)}}
+        {
+            "name": "launch",
+            "secret": {"secretName": credential_secret_name(ex.execution_id), "items": launch_items},
+        }
     ]
     if provider is not None and provider.files:
         mounts.append({"name": "provider", "mountPath": wp.PROVIDER_DIR, "readOnly": True})

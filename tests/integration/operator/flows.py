@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -83,11 +84,11 @@ async def replacement(cluster: Cluster, swarm: str, generation: int) -> dict[str
 
 
 async def launch_record(cluster: Cluster, execution_id: str) -> LaunchRecord:
-    """The attempt's launch record. Its ConfigMap is created beside the Pod, not before it (a Pod seen
-    may still wait for it a moment), so it is awaited."""
-    path = f"/api/v1/namespaces/{cluster.namespace}/configmaps/swarm-{execution_id}-launch"
-    cm = await eventually(lambda: cluster.get(path), what="the launch ConfigMap")
-    return LaunchRecord.model_validate(json.loads(cm["data"]["launch.json"]))
+    """The attempt's launch record, a key of its Secret. The Secret is created beside the Pod, not
+    before it (a Pod seen may still wait for it a moment), so it is awaited."""
+    path = f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{execution_id}-credential"
+    secret = await eventually(lambda: cluster.get(path), what="the attempt's Secret")
+    return LaunchRecord.model_validate(json.loads(base64.b64decode(secret["data"]["launch.json"])))
 
 
 async def pod_gone(cluster: Cluster, execution_id: str) -> bool:

@@ -458,7 +458,7 @@ def _without(rules: list[dict[str, Any]], verb: str, resource: str) -> list[dict
     return out
 
 
-DENIALS = [("create", "pods"), ("create", "configmaps")]
+DENIALS = [("create", "pods"), ("create", "secrets")]
 
 
 @pytest.mark.parametrize(("verb", "resource"), DENIALS, ids=[f"{v}-{r}" for v, r in DENIALS])
@@ -517,10 +517,10 @@ async def test_rbac_denial_is_named_retried_and_then_recovered_once(
         if resource == "pods":
             assert await cluster.pods("example") == []
             assert 201 not in _audit(cluster, "create", "pods", pod), "no replacement Pod was created"
-        else:  # the Pod went out beside its ConfigMap: without that a kubelet never starts it
+        else:  # the Pod went out beside its Secret: without that a kubelet never starts it
             made = await cluster.get(f"/api/v1/namespaces/{ns}/pods/{pod}")
             assert made is not None and (made.get("status") or {}).get("phase", "Pending") == "Pending"
-            assert await cluster.get(f"/api/v1/namespaces/{ns}/configmaps/{pod}-launch") is None
+            assert await cluster.get(f"/api/v1/namespaces/{ns}/secrets/{pod}-credential") is None
         record = fence(redis_url, "example", lost)
         assert record is not None and record.released == ["grant", "account"]
         assert _fence_events(redis_url, lost) == 1

@@ -78,17 +78,14 @@ def _events(text: str, name: str) -> list[dict[str, Any]]:
 async def _pod_worker(
     cluster: Cluster, pod: dict[str, Any], folder: Path, project: Path, env: dict[str, str]
 ) -> subprocess.Popen[str]:
-    """The Pod's container: the launch record from its ConfigMap, the credential from its Secret."""
+    """The Pod's container: the launch record and the credential from its Secret."""
     execution = eid(pod)
     await launch_record(cluster, execution)  # awaited: created beside the Pod
     ns = cluster.namespace
-    cm = await cluster.get(f"/api/v1/namespaces/{ns}/configmaps/swarm-{execution}-launch")
-    secret = await eventually(
-        lambda: cluster.get(f"/api/v1/namespaces/{ns}/secrets/swarm-{execution}-credential"),
-        what="the attempt's credential Secret",
-    )
+    secret = await cluster.get(f"/api/v1/namespaces/{ns}/secrets/swarm-{execution}-credential")
     token = base64.b64decode(secret["data"]["token"]).decode()
-    return start_worker(cm["data"]["launch.json"], token, folder, project=PROJECT, worktree=project, **env)
+    record = base64.b64decode(secret["data"]["launch.json"]).decode()
+    return start_worker(record, token, folder, project=PROJECT, worktree=project, **env)
 
 
 async def test_an_evicted_seat_is_held_while_it_captures_and_resumes_at_its_last_record(

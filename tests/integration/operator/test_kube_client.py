@@ -528,18 +528,36 @@ def test_real_api_server_answers_as_facts_and_rbac_denials_name_verb_and_resourc
     ns = cluster.namespace
     kube = KubeClient.from_environment(agent=AGENT, kubeconfig=str(cluster.kubeconfig))  # token + CA
     try:
-        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "labels": {"a": "b"}}}
-        assert kube.create("configmaps", ns, cm)["metadata"]["uid"]
+        pod = {  # admitted by Pod Security "restricted"; never scheduled (no scheduler runs)
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "c1", "labels": {"a": "b"}},
+            "spec": {
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.example/c:1",
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                    }
+                ],
+            },
+        }
+        assert kube.create("pods", ns, pod)["metadata"]["uid"]
         with pytest.raises(ApiError) as dup:
-            kube.create("configmaps", ns, cm)
+            kube.create("pods", ns, pod)
         assert dup.value.status == 409 and dup.value.reason == "AlreadyExists"
         assert kube.get("pods", ns, "nobody") is None
         assert kube.list("pods", ns, {"a": "b", "c": "d"}) == []
-        with pytest.raises(ApiError) as denied:  # the chart grants configmaps get/create/delete only
-            kube.patch("configmaps", ns, "c1", {"data": {"k": "v"}})
+        assert [p["metadata"]["name"] for p in kube.list("pods", ns, {"a": "b"})] == ["c1"]
+        with pytest.raises(ApiError) as denied:  # the chart grants pods get/list/watch/create/delete only
+            kube.patch("pods", ns, "c1", {"metadata": {"labels": {"k": "v"}}})
         e = denied.value
         assert e.status == 403 and e.reason == "Forbidden"
-        assert 'cannot patch resource "configmaps"' in e.message and f'namespace "{ns}"' in e.message
+        assert 'cannot patch resource "pods"' in e.message and f'namespace "{ns}"' in e.message
         with pytest.raises(ApiError) as elsewhere:
             kube.create("pods", "kube-system", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
         assert elsewhere.value.status == 403
@@ -547,8 +565,8 @@ def test_real_api_server_answers_as_facts_and_rbac_denials_name_verb_and_resourc
             elsewhere.value
         )
         assert cluster.token not in str(e) + str(elsewhere.value)
-        assert kube.delete("configmaps", ns, "c1") is True
-        assert kube.delete("configmaps", ns, "c1") is False
+        assert kube.delete("pods", ns, "c1") is True  # not bound to a node: removed at once
+        assert kube.delete("pods", ns, "c1") is False
     finally:
         kube.close()
         asyncio.run(cluster.close())

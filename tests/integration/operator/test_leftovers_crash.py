@@ -1,9 +1,14 @@
 """The operator SIGKILLed after a replacement's launch, before it deleted what the fenced attempt left.
 
-The fenced Pod is deleted before the launch; the fenced attempt's credential
-Secret and launch ConfigMap are deleted only after it, from a ledger in
-Redis. An operator that dies in between leaves both objects and the ledger
-entry; the next lease holder deletes them, once, and the ledger empties.
+The fenced Pod is deleted before the launch; the fenced attempt's Secret
+(credential and launch record) is deleted only after it, from a ledger in
+Redis. An operator that dies in between leaves the Secret and the ledger
+entry; the next lease holder deletes it, once, and the ledger empties.
+
+The fenced attempt here also carries what the release before this one left
+beside each attempt, its launch ConfigMap (made here as that release made
+it): the next holder lists the swarm's launch ConfigMaps once and deletes
+that one with the Secret, once. The replacement has none.
 """
 
 from __future__ import annotations
@@ -55,6 +60,19 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
             execution_id=lost,
             compatibility_key="2.1.0",
         )
+        # The launch ConfigMap the release before this one made beside each attempt.
+        old_launch = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"swarm-{lost}-launch",
+                "labels": {**first["metadata"]["labels"]},
+                "ownerReferences": first["metadata"]["ownerReferences"],
+            },
+            "data": {"launch.json": "{}"},
+        }
+        made = await cluster.http.post(f"/api/v1/namespaces/{cluster.namespace}/configmaps", json=old_launch)
+        assert made.status_code == 201, made.text
         # What the attempt's heartbeat records: the native session it holds (so no one must choose).
         beat = {"session_id": built.session_id, "at_ms": int(time.time() * 1000)}
         client.hset(keys.heartbeats, lost, json.dumps(beat))
@@ -96,6 +114,8 @@ async def test_killed_between_launch_and_cleanup_then_cleaned_once(
     assert cluster.count("delete", "pods", f"swarm-{lost}") == 1
     assert cluster.count("delete", "secrets", f"swarm-{lost}") == 1
     assert cluster.count("delete", "configmaps", f"swarm-{lost}") == 1
+    assert cluster.count("delete", "configmaps") == 1 and cluster.count("create", "configmaps") == 0
+    assert cluster.count("list", "configmaps") <= 2  # once per operator process that cleaned
     assert cluster.count("create", "pods", f"swarm-{eid(second)}") == 1
     assert (
         await cluster.get(f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{eid(second)}-credential")

@@ -14,7 +14,7 @@ arrives, not by a pass. Two recoveries are killed at every write step:
   choice then launches the replacement (killed at the launch's points);
 * ``auto``: a spawn superseded as a legacy specification is replaced fresh by
   automation in one go: fence, releases, decision, then the replacement's
-  Secret, ConfigMap and Pod created together while the fenced Pod is deleted
+  Secret and Pod created together while the fenced Pod is deleted
   beside them, both marked ``ok`` by one script afterwards.
 """
 

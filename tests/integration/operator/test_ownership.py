@@ -1,6 +1,6 @@
 """Ownership and identity on the real control plane.
 
-* Every object of an attempt (its Pod, launch ConfigMap and credential Secret)
+* Every object of an attempt (its Pod and its Secret: credential and launch record)
   carries an ownerReference to the Swarm's real uid, as the controller. Deleting
   the Swarm waits for kopf's finalizer, which the operator releases once its
   recovery loop has stopped; then kube-controller-manager's garbage collector
@@ -83,13 +83,14 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
         await eventually(lambda: _running(cluster, 2), what="both seats running")
         await eventually(
             lambda: _leftovers_cleaned(cluster, lost),
-            what="the fenced attempt's Secret and ConfigMap deleted",
+            what="the fenced attempt's Secret deleted",
         )
 
         swarm = await cluster.swarm("example")
         assert FINALIZER in swarm["metadata"].get("finalizers", []), "kopf's finalizer holds the Swarm"
         owned: dict[str, list[dict[str, Any]]] = {}
-        for resource in ("pods", "configmaps", "secrets"):
+        assert await _owned(cluster, "configmaps", "example") == []  # a launch makes none any more
+        for resource in ("pods", "secrets"):
             owned[resource] = await _owned(cluster, resource, "example")
             assert len(owned[resource]) == 2, (resource, [o["metadata"]["name"] for o in owned[resource]])
             for obj in owned[resource]:
@@ -157,9 +158,7 @@ async def _none_owned(cluster: Cluster, resource: str) -> bool:
 
 async def _leftovers_cleaned(cluster: Cluster, execution_id: str) -> bool:
     ns = cluster.namespace
-    return await _gone(cluster, f"/api/v1/namespaces/{ns}/configmaps/swarm-{execution_id}-launch") and (
-        await _gone(cluster, f"/api/v1/namespaces/{ns}/secrets/swarm-{execution_id}-credential")
-    )
+    return await _gone(cluster, f"/api/v1/namespaces/{ns}/secrets/swarm-{execution_id}-credential")
 
 
 # -- a kubeconfig that holds only a client certificate -------------------------------------------

@@ -64,7 +64,7 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
         assert journal["retire"]["status"] == "ok" and journal["decide"]["status"] == "ok"
         assert json.loads(client.hget(keys.attempt_journal, eid(second)))["launch"]["status"] == "ok"
         assert client.hlen(keys.recovery_work) == 0
-        await running_seat(cluster, kubelet, "example", generation=2)  # its Secret and ConfigMap exist
+        await running_seat(cluster, kubelet, "example", generation=2)  # its Secret exists
         await eventually(lambda: _status(cluster, running=1, awaitingDecision=0), what="status published")
     assert cluster.count("create", "pods") == 2
     assert cluster.count("create", "secrets", f"swarm-{eid(second)}-credential") == 1

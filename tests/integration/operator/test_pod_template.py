@@ -7,7 +7,7 @@ misspelt field, each with a message; a template that breaks ``restricted`` is re
 server's admission, which the seat's card and an Event show until the template is fixed; a missing or
 unusable credential Secret blocks the launch (card + Event, nothing created) until the Secret is
 right, then the seat launches exactly once; fencing deletes the attempt's copy of the credential. The
-credential's value never appears in an Event, the Swarm's status, a ConfigMap or the operator's log.
+credential's value never appears in an Event, the Swarm's status, a launch record or the operator's log.
 """
 
 from __future__ import annotations
@@ -120,8 +120,16 @@ async def _nothing_leaked(cluster: Cluster, swarm: str, caplog: pytest.LogCaptur
     events = await cluster.events()
     assert events and not any(_leaks(str(e)) for e in events)
     assert not _leaks(str(await cluster.swarm(swarm)))
-    configmaps = await cluster.items("configmaps")
-    assert configmaps and not any(_leaks(str(c)) for c in configmaps)
+    # A launch record rides in its attempt's Secret beside the copied credential: the record itself
+    # never carries it (the Secrets of fenced attempts are gone by now; live ones are read here).
+    records = [
+        base64.b64decode(s["data"]["launch.json"]).decode()
+        for s in await cluster.items("secrets")
+        if "launch.json" in (s.get("data") or {})
+    ]
+    assert not any(_leaks(r) for r in records)
+    launch_maps = [c for c in await cluster.items("configmaps") if c["metadata"]["name"].endswith("-launch")]
+    assert launch_maps == []  # no launch ConfigMap any more (the namespace's kube-root-ca.crt stays)
     assert caplog.records and not any(_leaks(r.getMessage()) for r in caplog.records)
     assert not _leaks(caplog.text)
 
@@ -205,6 +213,8 @@ async def test_a_templated_worker_pod_is_admitted_under_restricted_and_keeps_the
         copied = await cluster.get(f"/api/v1/namespaces/{ns}/secrets/{own}")
         assert copied is not None and copied["data"]["provider.ANTHROPIC_API_KEY"] == KEY_B64
         assert base64.b64decode(copied["data"]["provider.ANTHROPIC_BASE_URL"]).decode() == BASE_URL
+        record = base64.b64decode(copied["data"]["launch.json"]).decode()  # beside it, never holding it
+        assert execution in record and not _leaks(record)
 
         ignored = await eventually(lambda: _events(cluster, "PodTemplateIgnored"), what="PodTemplateIgnored")
         assert ignored[0]["type"] == "Warning" and ignored[0]["involvedObject"]["kind"] == "Swarm"

@@ -14,7 +14,6 @@ from agentihooks_operator.k8s import crd
 from agentihooks_operator.k8s.pods import (
     Execution,
     Owner,
-    build_launch_configmap,
     build_launch_record,
     build_pod_spec,
     build_worker_secret,
@@ -138,13 +137,21 @@ def test_pod_names_labels_and_annotations() -> None:
     assert "value" not in token_env
 
 
-def test_launch_record_round_trips_through_its_configmap() -> None:
+def test_launch_record_round_trips_through_the_attempts_secret() -> None:
+    """One Secret per attempt carries the launch record beside the token; the Pod mounts only that key
+    at the original's path (no ConfigMap is made: a launch is two creates)."""
     spec = SwarmSpec.model_validate(SPEC)
     record = build_launch_record(spec, OWNER, EX, control_url="http://control:8080")
-    cm = build_launch_configmap(record, OWNER, EX)
-    assert cm["metadata"]["name"] == f"swarm-{EX.execution_id}-launch"
-    kubernetes_validate.validate(cm, "1.35.0", strict=True)
-    parsed = LaunchRecord.model_validate_json(cm["data"]["launch.json"])
+    secret = build_worker_secret("tok-123", OWNER, EX, None, record)
+    assert secret["metadata"]["name"] == f"swarm-{EX.execution_id}-credential"
+    kubernetes_validate.validate(secret, "1.35.0", strict=True)
+    volume = next(v for v in build_pod_spec(spec, OWNER, EX)["spec"]["volumes"] if v["name"] == "launch")
+    assert volume["secret"] == {
+        "secretName": secret["metadata"]["name"],
+        "items": [{"key": "launch.json", "path": "launch.json"}],
+    }
+    assert secret["stringData"]["token"] == "tok-123"
+    parsed = LaunchRecord.model_validate_json(secret["stringData"]["launch.json"])
     assert parsed == record
     assert parsed.authority.generation == 2
     assert parsed.restore == EX.directive

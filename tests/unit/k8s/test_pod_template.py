@@ -23,7 +23,6 @@ from agentihooks_operator.k8s.podpolicy import TemplatePolicy, refusals
 from agentihooks_operator.k8s.pods import (
     Execution,
     Owner,
-    build_launch_configmap,
     build_launch_record,
     build_pod_spec,
     build_worker_pod,
@@ -119,7 +118,7 @@ def test_default_pod_is_restricted_with_writable_empty_dirs_and_no_token() -> No
     volumes = {v["name"]: v for v in spec["volumes"]}
     assert volumes["home"] == {"name": "home", "emptyDir": {}}
     assert volumes["tmp"] == {"name": "tmp", "emptyDir": {}}
-    assert spec["volumes"][0]["configMap"]["name"] == f"swarm-{EX.execution_id}-launch"
+    assert spec["volumes"][0]["secret"]["secretName"] == f"swarm-{EX.execution_id}-credential"
     kubernetes_validate.validate(pod, "1.35.0", strict=True)
 
 
@@ -447,9 +446,8 @@ def test_provider_credential_reaches_the_pod_only_by_secret_reference() -> None:
     spec = _spec(credentials={"secretName": "openai"})
     spec = spec.model_copy(update={"harness": spec.harness.model_copy(update={"name": "codex"})})
     pod = build_pod_spec(spec, OWNER, EX, provider)
-    secret = build_worker_secret("worker-token", OWNER, EX, provider)
     record = build_launch_record(spec, OWNER, EX, control_url="http://ctl")
-    configmap = build_launch_configmap(record, OWNER, EX)
+    secret = build_worker_secret("worker-token", OWNER, EX, provider, record)
     own = f"swarm-{EX.execution_id}-credential"
     env = {e["name"]: e for e in _container(pod)["env"]}
     assert env["OPENAI_API_KEY"] == {
@@ -466,8 +464,11 @@ def test_provider_credential_reaches_the_pod_only_by_secret_reference() -> None:
     mount = next(m for m in _container(pod)["volumeMounts"] if m["name"] == "provider")
     assert mount == {"name": "provider", "mountPath": "/var/run/swarm/provider", "readOnly": True}
     assert secret["data"] == {"provider.OPENAI_API_KEY": B64, "provider.auth.json": B64}
-    assert secret["stringData"] == {"token": "worker-token"}
-    for doc in (pod, configmap, record.model_dump(mode="json")):
+    assert secret["stringData"] == {
+        "token": "worker-token",
+        "launch.json": record.model_dump_json(exclude_none=True),
+    }
+    for doc in (pod, record.model_dump(mode="json")):
         text = json.dumps(doc)
         assert B64 not in text and KEY not in text
     kubernetes_validate.validate(pod, "1.35.0", strict=True)
