@@ -36,8 +36,8 @@ same API server (:mod:`peers`; ``--no-peers`` leaves them out): the
 Kubernetes Job controller replacing the OOM-killed Pods of Indexed Jobs
 (``podReplacementPolicy: Failed``, a ``podFailurePolicy`` counting exit 137;
 ``--job-rounds`` of them, as each waits its per-index back-off), a bare client
-sending the product's own writes per failure from its watch event (Secret,
-ConfigMap and Pod created, the failed Pod deleted: the floor of those writes),
+sending the product's own writes per failure from its watch event (Secret
+and Pod created, the failed Pod deleted: the floor of those writes),
 and a bare client sending one Pod create per failure (the floor of any
 recovery). The same kill, the same clock. The last table prints all four and
 the ratios product / peer, and reads the issue's goals off them.
@@ -476,8 +476,8 @@ def peer_table(scenarios: list[Scenario]) -> None:
     print(
         "\nkill -> replacement's ADDED event, p50 / p99 (same API server, same run, rounds interleaved);"
         "\njob: the Job controller (Indexed, podReplacementPolicy Failed); writes: a bare client sending"
-        "\nthe product's writes per failure (Secret, ConfigMap, Pod create, failed Pod delete) from its"
-        "\nwatch event; create: a bare client sending one Pod create"
+        "\nthe product's writes per failure (Secret and Pod create, failed Pod delete) from its watch"
+        "\nevent; create: a bare client sending one Pod create"
     )
     print(
         "\n| scenario | product | Job controller | floor: product's writes | floor: one create "

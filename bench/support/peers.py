@@ -8,8 +8,8 @@
 * **The floor of the product's writes** (``writes="product"``): a bare client
   that holds its own watch on its Pods and, from the event that shows a Pod
   OOM-killed, sends at once what the product sends for one failure: create the
-  attempt's Secret, its ConfigMap and the replacement Pod, and delete the
-  failed Pod. No Redis, no decision, no journal: what is left of the product's
+  attempt's Secret (a token and a launch record of the product's size) and the
+  replacement Pod, and delete the failed Pod. No Redis, no decision, no journal: what is left of the product's
   latency once its own bookkeeping is gone.
 * **The floor of one Pod create** (``writes="pod"``): the same client sending
   only the replacement Pod's create; what no recovery can beat on this API
@@ -40,6 +40,8 @@ GENERATION = "bench.agentihooks.io/generation"
 JOB_INDEX = "batch.kubernetes.io/job-completion-index"
 
 Writes = Literal["product", "pod"]
+#: A launch record of the size the product writes for the benchmark's seats (about 470 bytes of JSON).
+LAUNCH_RECORD = json.dumps({"schema_version": 1, "padding": "x" * 430})
 
 
 def floor_pod(namespace: str, system: str, index: int, generation: int) -> dict[str, Any]:
@@ -109,23 +111,34 @@ class Floor:
         assert self._http is not None
         path = f"/api/v1/namespaces/{self.cluster.namespace}/pods"
         selector = f"{FLOOR}={self.system}"
+        version = await self._list(path, selector)
+        ready.set()
+        while True:  # a watch the server ends, cuts or expires is opened again where it was
+            params = {"watch": "true", "labelSelector": selector, "resourceVersion": version}
+            try:
+                async with self._http.stream("GET", path, params=params, timeout=None) as stream:
+                    async for line in stream.aiter_lines():
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        pod = event.get("object") or {}
+                        if event.get("type") == "ERROR":  # 410: the version was compacted
+                            version = await self._list(path, selector)
+                            break
+                        version = (pod.get("metadata") or {}).get("resourceVersion") or version
+                        if event.get("type") == "MODIFIED":
+                            self._seen(pod)
+            except httpx.HTTPError:
+                await asyncio.sleep(0.1)
+
+    async def _list(self, path: str, selector: str) -> str:
+        """The floor's Pods as listed now (a kill missed while no watch was open is taken from them)."""
+        assert self._http is not None
         listed = await self._http.get(path, params={"labelSelector": selector})
         listed.raise_for_status()
-        version = listed.json()["metadata"]["resourceVersion"]
-        ready.set()
-        while True:
-            params = {"watch": "true", "labelSelector": selector, "resourceVersion": version}
-            async with self._http.stream("GET", path, params=params, timeout=None) as stream:
-                async for line in stream.aiter_lines():
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    pod = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        raise RuntimeError(f"{self.system}: the floor's watch failed: {pod}")
-                    version = (pod.get("metadata") or {}).get("resourceVersion") or version
-                    if event.get("type") == "MODIFIED":
-                        self._seen(pod)
+        for pod in listed.json()["items"]:
+            self._seen(pod)
+        return str(listed.json()["metadata"]["resourceVersion"])
 
     def _seen(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
@@ -147,21 +160,10 @@ class Floor:
         calls = [self._http.post(f"/api/v1/namespaces/{ns}/pods", json=pod)]
         if self.writes == "product":
             meta = {"name": name, "namespace": ns, "labels": {FLOOR: self.system}}
-            secret = {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": meta,
-                "stringData": {"token": "x" * 43},
-            }
-            launch = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": meta,
-                "data": {"launch.json": "{}"},
-            }
+            data = {"token": "x" * 43, "launch.json": LAUNCH_RECORD}
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": data}
             calls += [
                 self._http.post(f"/api/v1/namespaces/{ns}/secrets", json=secret),
-                self._http.post(f"/api/v1/namespaces/{ns}/configmaps", json=launch),
                 self._http.delete(f"/api/v1/namespaces/{ns}/pods/{failed['metadata']['name']}"),
             ]
         for r in await asyncio.gather(*calls, return_exceptions=True):
@@ -234,7 +236,8 @@ async def kill_and_wait(
     cluster: RealCluster, watch: Any, victims: list[Victim], within: float
 ) -> list[float]:
     """Kill every victim at once (the same OOMKilled status patch as the product's); each one's time
-    from its kill sent to its replacement's ADDED event on ``watch``."""
+    from its kill sent to its replacement's ADDED event on ``watch``, or ``within`` for a replacement
+    not seen by then (so a p99 that equals the wait means some were later still)."""
     from testsupport import kubelet as kl
     from testsupport.node import _named_after
 
@@ -265,11 +268,9 @@ async def kill_and_wait(
     deadline = time.monotonic() + within
     while True:
         found = {v.key: v.find() for v in victims}
-        if all(found.values()):
-            return [watch.arrived[found[v.key]] - started[v.key] for v in victims]
-        if time.monotonic() > deadline:
-            missing = sum(1 for f in found.values() if not f)
-            raise TimeoutError(f"{missing} of {n} peer replacements not seen within {within:.0f} s")
+        if all(found.values()) or time.monotonic() > deadline:
+            # A replacement not seen in time counts as the bound itself (a lower bound of its time).
+            return [watch.arrived[f] - started[k] if f else within for k, f in found.items()]
         await asyncio.sleep(0.02)
 
 
