@@ -140,3 +140,20 @@ def test_touched_nodes_are_the_changed_vanished_new_and_not_ready_ones() -> None
 def test_the_node_period_is_a_quarter_of_node_loss_within_bounds() -> None:
     assert node_period(40) == 10 and node_period(8) == 2
     assert node_period(600) == 10 and node_period(1) == 0.5
+
+
+def test_a_quiet_take_copies_nothing_and_a_taken_map_never_changes_under_its_reader() -> None:
+    """Copy on write: a pass gets the cache's own map (no copy of every Pod when nothing changed), and
+    an event after that take changes a copy, never the map the pass still reads."""
+    cache = PodCache()
+    cache.begin_list()
+    cache.end_list([{"metadata": {"name": f"p-{i}"}} for i in range(3)])
+    first = cache.take()
+    again = cache.take()
+    assert again.pods is first.pods and again.changed == frozenset()
+    cache.feed("DELETED", {"metadata": {"name": "p-0"}})
+    cache.feed("ADDED", {"metadata": {"name": "p-9"}})
+    assert sorted(first.pods) == ["p-0", "p-1", "p-2"]  # what the earlier pass read is untouched
+    after = cache.take()
+    assert sorted(after.pods) == ["p-1", "p-2", "p-9"] and after.changed == {"p-0", "p-9"}
+    assert after.pods is not first.pods
