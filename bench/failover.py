@@ -86,7 +86,6 @@ from realplane import (
     pct,
 )
 from testsupport import kubelet as kl
-from testsupport.node import _named_after
 from testsupport.realcluster import RealCluster
 from testsupport.redis_server import RedisServer, free_port
 
@@ -216,14 +215,7 @@ async def fail_all(
     async with httpx.AsyncClient(
         base_url=cluster.url, verify=cluster.plane.tls(), timeout=30, limits=limits
     ) as http:
-        current = await asyncio.gather(*(http.get(paths[seat]) for seat in pods))
-        bodies = {
-            seat: {
-                "status": {k: None for k in ("reason", "message", "containerStatuses", "conditions")}
-                | _named_after(r.raise_for_status().json(), kl.oom_killed())
-            }
-            for seat, r in zip(pods, current, strict=True)
-        }
+        bodies = await realplane.oom_bodies(http, paths)
 
         async def kill(seat: str) -> None:
             started_wall[seat] = time.time()

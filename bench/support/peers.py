@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
-from realplane import MERGE, restricted_pod
+from realplane import MERGE, oom_bodies, restricted_pod
 from testsupport.realcluster import RealCluster
 
 #: Labels of the floors' Pods: which floor, which of its seats, which generation.
@@ -238,9 +238,6 @@ async def kill_and_wait(
     """Kill every victim at once (the same OOMKilled status patch as the product's); each one's time
     from its kill sent to its replacement's ADDED event on ``watch``, or ``within`` for a replacement
     not seen by then (so a p99 that equals the wait means some were later still)."""
-    from testsupport import kubelet as kl
-    from testsupport.node import _named_after
-
     started: dict[str, float] = {}
     n = len(victims)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
@@ -250,14 +247,7 @@ async def kill_and_wait(
         paths = {
             v.key: f"/api/v1/namespaces/{cluster.namespace}/pods/{v.pod['metadata']['name']}" for v in victims
         }
-        current = await asyncio.gather(*(http.get(paths[v.key]) for v in victims))
-        bodies = {
-            v.key: {
-                "status": {k: None for k in ("reason", "message", "containerStatuses", "conditions")}
-                | _named_after(r.raise_for_status().json(), kl.oom_killed())
-            }
-            for v, r in zip(victims, current, strict=True)
-        }
+        bodies = await oom_bodies(http, paths)
 
         async def kill(key: str) -> None:
             started[key] = time.perf_counter()

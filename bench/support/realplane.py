@@ -384,6 +384,23 @@ class StatusProbe:
         return False
 
 
+async def oom_bodies(http: httpx.AsyncClient, paths: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The OOMKilled status patch of each Pod at ``paths`` (by key), its containers named after the
+    Pod's own: the kill every benchmark sends, built before the clock starts."""
+    from testsupport import kubelet as kl
+    from testsupport.node import _named_after
+
+    keys = list(paths)
+    current = await asyncio.gather(*(http.get(paths[k]) for k in keys))
+    return {
+        k: {
+            "status": {f: None for f in ("reason", "message", "containerStatuses", "conditions")}
+            | _named_after(r.raise_for_status().json(), kl.oom_killed())
+        }
+        for k, r in zip(keys, current, strict=True)
+    }
+
+
 async def object_count(cluster: RealCluster) -> int:
     """Objects stored in the benchmark's namespace (Pods, Secrets, ConfigMaps, Events, Swarms)."""
     total = 0

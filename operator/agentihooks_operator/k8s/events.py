@@ -55,14 +55,22 @@ def build_event(
 
 def events_for(notice: Notice, *, swarm: str, namespace: str, swarm_uid: str | None) -> list[dict[str, Any]]:
     """The Event on the Swarm and, when the notice names an attempt, the same Event on its Pod."""
-    on_swarm: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "name": swarm}
-    if swarm_uid:
-        on_swarm["uid"] = swarm_uid
-    out = [build_event(notice, namespace=namespace, involved=on_swarm)]
+    out = [build_event(notice, namespace=namespace, involved=_on_swarm(swarm, swarm_uid))]
     if notice.execution_id:
-        on_pod = {"apiVersion": "v1", "kind": "Pod", "name": pod_name(notice.execution_id)}
-        out.append(build_event(notice, namespace=namespace, involved=on_pod))
+        out.append(_on_pod(notice, namespace))
     return out
+
+
+def _on_swarm(swarm: str, uid: str | None) -> dict[str, Any]:
+    ref: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "name": swarm}
+    if uid:
+        ref["uid"] = uid
+    return ref
+
+
+def _on_pod(notice: Notice, namespace: str) -> dict[str, Any]:
+    on_pod = {"apiVersion": "v1", "kind": "Pod", "name": pod_name(str(notice.execution_id))}
+    return build_event(notice, namespace=namespace, involved=on_pod)
 
 
 def coalesced(
@@ -81,18 +89,14 @@ def coalesced(
         if len(group) == 1:
             out.extend(events_for(group[0], swarm=swarm, namespace=namespace, swarm_uid=swarm_uid))
             continue
-        on_swarm: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "name": swarm}
-        if swarm_uid:
-            on_swarm["uid"] = swarm_uid
         event = build_event(
-            Notice(reason, _joined(group), warning=warning), namespace=namespace, involved=on_swarm
+            Notice(reason, _joined(group), warning=warning),
+            namespace=namespace,
+            involved=_on_swarm(swarm, swarm_uid),
         )
         event["count"] = len(group)
         out.append(event)
-        for notice in group:
-            if notice.execution_id:
-                on_pod = {"apiVersion": "v1", "kind": "Pod", "name": pod_name(notice.execution_id)}
-                out.append(build_event(notice, namespace=namespace, involved=on_pod))
+        out.extend(_on_pod(notice, namespace) for notice in group if notice.execution_id)
     return out
 
 
