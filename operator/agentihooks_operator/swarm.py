@@ -11,6 +11,7 @@ Every field's docstring is its description in the CRD (``use_attribute_docstring
 
 from __future__ import annotations
 
+import hashlib
 from functools import cached_property
 from typing import Any, Literal
 
@@ -249,6 +250,11 @@ class SwarmSpec(_Model):
         if len(agents) != len(set(agents)):
             raise ValueError("master agents must be unique")
         return self
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of the whole spec, computed once per spec object (a changed spec is a new one)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
     @cached_property
     def seat_index(self) -> dict[str, SeatSpec]:

@@ -93,6 +93,8 @@ def _card_cells(c: dict[str, Any]) -> dict[str, Any]:
     binding = c.get("binding")
     if binding == "launch blocked" and c.get("launch_blocked"):
         binding = f"launch blocked: {c.get('launch_blocked')}"
+        if isinstance(c.get("launch_retry_at"), int):
+            binding += f" (next try {when(c['launch_retry_at'])})"
     return {
         "SEAT": c.get("seat"),
         "AT": when(c.get("at")),

@@ -102,6 +102,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
             reason = card_reason(fence, ckpt)
             label = resume_label(ckpt, fence)
             available = ckpt is not None
+        stuck = blocked.pop(successor, None) if successor else None
         out.append(
             HandoffCard(
                 seat=seat.name,
@@ -118,13 +119,15 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 resume_label=label,
                 outcome=outcome,
                 held=waiting.get(fence.execution_id),
-                launch_blocked=blocked.pop(successor, (None, 0))[0] if successor else None,
+                launch_blocked=stuck[0] if stuck else None,
+                launch_retry_at=stuck[2] if stuck else None,
                 restore_refused=relaunch_view(refused) if refused is not None else None,
                 relaunches=relaunches,
             )
         )
     order = {s.name: n for n, s in enumerate(spec.seats)}
-    for eid, (detail, since) in blocked.items():  # a first launch (or a card-less seat's) that waits
+    # A first launch (or a card-less seat's) that waits:
+    for eid, (detail, since, retry_at) in blocked.items():
         record = fenced[eid].record
         name = record.seat if record is not None else ""
         if name not in order or any(c.seat == name for c in out):
@@ -138,6 +141,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 continuity="pending",
                 binding=LAUNCH_BLOCKED,
                 launch_blocked=detail,
+                launch_retry_at=retry_at,
             )
         )
     out.sort(key=lambda c: order.get(c.seat, len(order)))
@@ -161,14 +165,15 @@ def _lineage(w: Writer, successors: list[str]) -> dict[str, Attempt]:
     return found
 
 
-def _blocked(found: dict[str, Attempt], launching: list[str]) -> dict[str, tuple[str, int]]:
-    """Attempts whose launch waits on something outside the operator: id → (why, since when)."""
-    out: dict[str, tuple[str, int]] = {}
+def _blocked(found: dict[str, Attempt], launching: list[str]) -> dict[str, tuple[str, int, int | None]]:
+    """Attempts whose launch waits on something outside the operator: id → (why, since when, next
+    try)."""
+    out: dict[str, tuple[str, int, int | None]] = {}
     for eid in launching:
         att = found.get(eid)
         entry = att.journal.get("launch") if att is not None else None
         if att is None or att.record is None or entry is None or entry.status != "unknown":
             continue
         if entry.detail:
-            out[eid] = (entry.detail, entry.since_ms or entry.at_ms)
+            out[eid] = (entry.detail, entry.since_ms or entry.at_ms, entry.retry_at_ms)
     return out

@@ -14,6 +14,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from ..swarm import SwarmSpec
 from .broker import AccountBroker, BrokerSource, HttpBrokers
 from .launcher import FaultInjector, ReplacementLauncher
+from .launchwait import LaunchWaits
 from .policy import usable_checkpoints
 from .verified import Verifications
 from .writer import Writer
@@ -38,12 +39,21 @@ class Ctx:
     brokers: BrokerSource = field(default_factory=HttpBrokers)
     _locks: dict[str, threading.Lock] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
+    #: Blocked launches waiting out their backoff, and the digest of the spec they were refused under.
+    waits: LaunchWaits = field(default_factory=LaunchWaits)
+    spec_key: str = ""
     #: Hash verifications of the catalog's checkpoints (only verified ones are offered).
     verifications: Verifications | None = None
 
     def __post_init__(self) -> None:
         if self.verifications is None:
             self.verifications = Verifications(self.catalog)
+
+    def follow(self, spec: SwarmSpec) -> None:
+        """The spec this controller works under now: blocked launches wait by its pace and end their
+        wait when it changes."""
+        self.spec_key = spec.fingerprint
+        self.waits.follow(spec)
 
     def lock_for(self, execution_id: str) -> threading.Lock:
         """One lock per attempt, so an API thread and the pass never launch the same attempt at once."""

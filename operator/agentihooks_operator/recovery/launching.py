@@ -130,20 +130,25 @@ def _launch_locked(
     eid = record.execution_id
     resumed = token is None
     if token is None:
+        if ctx.waits.waiting(eid, ctx.spec_key):  # blocked lately: not before its backoff ran out
+            return None
         # Resumed: the step is unknown, unless another thread of this process just finished it.
         ctx.w.trip()
         raw = ctx.w.client.hget(ctx.w.keys.attempt_journal, eid)
         if raw is not None and json.loads(raw).get("launch", {}).get("status") in ("ok", "skipped"):
+            ctx.waits.done(eid)
             return None
         # Observe before sending again.
         if launched(ctx.launcher, eid):
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
+            ctx.waits.done(eid)
             return None
         token, digest = mint()
         answer = ctx.w.run("credential", {"execution_id": eid, "cred_hash": digest})
         if not answer["ok"]:
             # No longer the seat's current attempt: never launch it.
             ctx.w.run("marks", {"marks": [[eid, "launch", "skipped"]], "finish": [eid]})
+            ctx.waits.done(eid)
             return None
     plan = plan_for(record, token, ctx.w.epoch, resumed=resumed)
     ctx.point("before:launch")
@@ -153,19 +158,7 @@ def _launch_locked(
     except LaunchBlocked as e:
         if beside is not None:
             beside.result()
-        # Stays ``unknown`` (a later pass observes, then sends again); the journal says why.
-        answer = ctx.w.run(
-            "blocked",
-            {
-                "execution_id": eid,
-                "seat": record.seat,
-                "generation": record.generation,
-                "reason": e.reason,
-                "detail": e.message,
-            },
-        )
-        if answer.get("changed"):
-            log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.label, eid, e.message)
+        note_blocked(ctx, record, e)
         return None
     try:
         ctx.point("after:launch")
@@ -192,4 +185,31 @@ def _launch_locked(
         raise failed
     if alongside is not None:
         alongside.marked = True
+    ctx.waits.done(eid)
     return plan
+
+
+def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
+    """A refused launch: it stays ``unknown`` (a later pass observes, then sends it again once its
+    backoff ran out, :mod:`.launchwait`); the journal says why and when it is tried next."""
+    eid = record.execution_id
+    wait = ctx.waits.blocked(eid, ctx.spec_key)
+    answer = ctx.w.run(
+        "blocked",
+        {
+            "execution_id": eid,
+            "seat": record.seat,
+            "generation": record.generation,
+            "reason": e.reason,
+            "detail": e.message,
+            "retry_ms": int(wait * 1000),
+        },
+    )
+    if answer.get("changed"):
+        log.warning(
+            "recovery of swarm %s: launch of %s blocked: %s; tried again in %.1f s, then less often",
+            ctx.label,
+            eid,
+            e.message,
+            wait,
+        )

@@ -209,7 +209,10 @@ if not prev or prev.status ~= 'unknown' then return refuse('not_pending') end
 local changed = prev.detail ~= P.detail
 local since = prev.since_ms
 if changed or not since then since = now end
-j['launch'] = {status='unknown', epoch=epoch, at_ms=now, detail=P.detail, reason=P.reason, since_ms=since}
+local tries = (prev.tries or 0) + 1
+local retry = P.retry_ms and (now + P.retry_ms) or nil
+j['launch'] = {status='unknown', epoch=epoch, at_ms=now, detail=P.detail, reason=P.reason, since_ms=since,
+               tries=tries, retry_at_ms=retry}
 jset(K['attempt-journal'], P.execution_id, j)
 if changed then event('launch_blocked', P.execution_id, P.seat, P.generation, nil, P.detail) end
 return done({changed=changed})

@@ -196,6 +196,8 @@ class HandoffCard(_Model):
     #: Why the seat's current attempt cannot be launched yet (a missing or unreadable provider
     #: credential Secret, the API server refusing the Pod); nothing runs until it is fixed.
     launch_blocked: str | None = None
+    #: When (ms) the blocked launch is tried next: the waits between tries grow (:mod:`.launchwait`).
+    launch_retry_at: int | None = None
 
 
 class RecoveryEvent(_Model):

@@ -199,10 +199,13 @@ class JournalEntry(_Record):
     epoch: int
     at_ms: int
     #: An ``unknown`` launch the launcher could not send yet: why (never a credential), a fixed word,
-    #: and since when (ms; the first pass that saw this reason).
+    #: since when (ms; the first pass that saw this reason), how many tries were refused and when
+    #: the controller that last tried means to try again (ms; :mod:`.launchwait`).
     detail: str | None = None
     reason: str | None = None
     since_ms: int | None = None
+    tries: int | None = None
+    retry_at_ms: int | None = None
 
 
 class HeldRecovery(_Record):

@@ -146,6 +146,7 @@ class Recovery:
         batches and ``LeaseLost`` stops the admission when it is gone.
         """
         self._spec = spec
+        self._ctx.follow(spec)
         self._leader()
 
         def renew() -> None:
@@ -157,6 +158,7 @@ class Recovery:
     def reconcile(self, spec: SwarmSpec, observations: Sequence[AttemptObservation]) -> PassReport:
         """One recovery pass: fence, release, decide, replace and hold; then apply recorded requests."""
         self._spec = spec
+        self._ctx.follow(spec)
         report = PassReport()
         start = self._w.round_trips
         try:
@@ -183,6 +185,7 @@ class Recovery:
         if self._w.epoch == 0:
             return None
         self._spec = spec
+        self._ctx.follow(spec)
         report = PassReport(leader=True, epoch=self._w.epoch)
         start = self._w.round_trips
         try:

@@ -26,7 +26,7 @@ from typing import Any
 from ..swarm import SeatSpec, SwarmSpec
 from .context import Ctx, new_execution_id, new_grant_id
 from .errors import LaunchBlocked
-from .launching import mint, plan_for
+from .launching import mint, note_blocked, plan_for
 from .models import LaunchPlan
 from .records import AttemptRecord, GrantRecord, LedgerRow
 from .seatsmap import SeatsReader
@@ -138,15 +138,7 @@ def _launch(ctx: Ctx, record: AttemptRecord, token: str) -> LaunchPlan | None:
         try:
             ctx.launcher.launch(plan)
         except LaunchBlocked as e:
-            blocked = {
-                "execution_id": eid,
-                "seat": record.seat,
-                "generation": record.generation,
-                "reason": e.reason,
-                "detail": e.message,
-            }
-            if ctx.w.run("blocked", blocked).get("changed"):
-                log.warning("recovery of swarm %s: launch of %s blocked: %s", ctx.label, eid, e.message)
+            note_blocked(ctx, record, e)
             return None
         ctx.point("after:launch")
     return plan
