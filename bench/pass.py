@@ -542,9 +542,20 @@ def cached_section(args: argparse.Namespace) -> None:
             read = lambda client, r: baseline(client, r, [], repeat)  # noqa: E731
             quiet[n] = cachedpass.run_size(port, n, repeat, spec_of(n), read)
         smallest = min(quiet)
-        print(f"\n-- a quiet pass by size, over the quiet pass at {smallest} seats (same run)")
+        print(f"\n-- a quiet pass by size, one size after another (above), over the one at {smallest} seats")
         for n, took in sorted(quiet.items()):
             print(f"{n:>7} seats: {took * 1e3:7.2f} ms = {took / quiet[smallest]:5.2f}x")
+        rounds = max(args.repeat, 200)
+        print(
+            f"\n-- a quiet pass by size, every size set up side by side and their passes taken in turn "
+            f"({rounds} rounds), over the one at {smallest} seats"
+        )
+        turns = cachedpass.interleaved_quiet(port, {n: spec_of(n) for n in args.cache_sizes}, rounds)
+        low = turns[smallest][0]
+        for n, (median, p90) in sorted(turns.items()):
+            print(
+                f"{n:>7} seats: median {median * 1e3:6.3f} ms, p90 {p90 * 1e3:6.3f} ms = {median / low:5.2f}x"
+            )
     finally:
         proc.terminate()
         proc.wait()

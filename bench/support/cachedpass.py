@@ -17,8 +17,9 @@ the swarm's snapshot hashes (what a pass read before the seats map had a
 version). The seat check (``ensure_seats``) and the recovery core's snapshot
 are timed alone: both now read the seats map's version, not the map
 (:mod:`agentihooks_operator.recovery.seatsmap`). The section ends with each
-size's quiet pass over the smallest size's, measured in the same run: a quiet
-pass should cost the same at 50,000 seats as at 100.
+size's quiet pass over the smallest size's, all sizes set up side by side and
+their quiet passes taken in turn (:func:`interleaved_quiet`): a quiet pass should
+cost the same at 50,000 seats as at 100.
 """
 
 from __future__ import annotations
@@ -95,12 +96,8 @@ def median_of(repeat: int, call: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def run_size(
-    port: int, n: int, repeat: int, spec: SwarmSpec, baseline: Callable[[redis.Redis, Recovery], float]
-) -> float:
-    """Prints the size's figures; returns its quiet pass's median (seconds)."""
-    client = redis.Redis(host="127.0.0.1", port=port)
-    client.flushall()
+def _runner(client: redis.Redis, n: int, spec: SwarmSpec) -> tuple[SwarmPass, MemoryKube, PodCache, Recovery]:
+    """A swarm of ``n`` seats admitted, every seat's Pod Running, after its first (full) pass."""
     name = f"cached-{n}"
     kube = MemoryKube(name)
     recovery = Recovery(
@@ -116,12 +113,22 @@ def run_size(
         clock=RedisClock(client),
         pod_cache=cache,
     )
+    if not recovery.acquire():
+        raise SystemExit(f"{name}: the benchmark does not hold the lease")
+    for plan in recovery.ensure_seats(spec):  # admitted and "launched": each has its Pod, Running
+        kube.pods[pod_name(plan.execution_id)] = kube.pod(plan.execution_id)
+    runner.run(spec)  # the first pass lists them all
+    return runner, kube, cache, recovery
+
+
+def run_size(
+    port: int, n: int, repeat: int, spec: SwarmSpec, baseline: Callable[[redis.Redis, Recovery], float]
+) -> float:
+    """Prints the size's figures; returns its quiet pass's median (seconds)."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    client.flushall()
+    runner, kube, cache, recovery = _runner(client, n, spec)
     try:
-        if not recovery.acquire():
-            raise SystemExit(f"{name}: the benchmark does not hold the lease")
-        for plan in recovery.ensure_seats(spec):  # admitted and "launched": each has its Pod, Running
-            kube.pods[pod_name(plan.execution_id)] = kube.pod(plan.execution_id)
-        runner.run(spec)  # the first pass lists them all
         names = sorted(kube.pods)
 
         def timed(before: Callable[[int], None]) -> tuple[float, float]:
@@ -161,4 +168,26 @@ def run_size(
         return quiet[0]
     finally:
         runner.close()
+        client.close()
+
+
+def interleaved_quiet(port: int, specs: dict[int, SwarmSpec], rounds: int) -> dict[int, tuple[float, float]]:
+    """Every size's swarm set up side by side in this process, then ``rounds`` rounds of one quiet pass
+    each, in turn: the machine's drift (another process, a frequency step) falls on every size alike,
+    where sizes measured one after the other differed by up to 1.5x on the same code. Returns
+    size → (median, p90) in seconds."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    client.flushall()
+    made = {n: _runner(client, n, spec) for n, spec in specs.items()}
+    times: dict[int, list[float]] = {n: [] for n in made}
+    try:
+        for _ in range(rounds):
+            for n, (runner, *_rest) in made.items():
+                t = time.perf_counter()
+                runner.run(specs[n])
+                times[n].append(time.perf_counter() - t)
+        return {n: (statistics.median(ts), statistics.quantiles(ts, n=10)[-1]) for n, ts in times.items()}
+    finally:
+        for runner, *_rest in made.values():
+            runner.close()
         client.close()
