@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: install control-plane node-binaries images lint typecheck pytest test bench clean demo evidence dist
+.PHONY: install control-plane node-binaries images fault-proxy lint typecheck pytest test bench clean demo evidence dist
 
 install:
 	./scripts/install-deps.sh
@@ -29,6 +29,11 @@ node-binaries:
 images:
 	@if [ "$$(id -u)" = 0 ]; then ./scripts/images.sh >/dev/null; else echo "not root: the real-node tier will be skipped"; fi
 
+# toxiproxy-server, the TCP fault proxy of the fault campaign (partitions and latency between each operator
+# replica and Redis / the API server), built once with Go into ~/.cache/agentihooks (scripts/fault-proxy.sh).
+fault-proxy:
+	./scripts/fault-proxy.sh >/dev/null
+
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
@@ -40,7 +45,7 @@ typecheck:
 pytest:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-test: install control-plane node-binaries images lint typecheck pytest
+test: install control-plane node-binaries images fault-proxy lint typecheck pytest
 
 bench:
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

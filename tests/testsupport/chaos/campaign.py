@@ -42,18 +42,23 @@ import httpx
 import redis
 from agentihooks_operator.recovery.keys import SwarmKeys
 
+from .. import faultproxy
 from .. import kubelet as kl
 from ..broker import running_broker
+from ..faultproxy import FaultProxy, Redirects
 from ..node import RealKubelet
 from ..processes import owned_run
 from ..realcluster import RealCluster
 from ..redis_sentinel import MASTER, RedisSentinelProcesses
 from .checker import Violation, check
 from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, SeatState, Write, dump
-from .nemesis import Nemesis, Replica
+from .nemesis import Links, Nemesis, Replica
 
 NODE = "chaos-node"
 LEASE_MS = 2000
+#: Replica i runs under group id REPLICA_GID + i (its uid stays root): the redirects pick its
+#: connections by that id.
+REPLICA_GID = 61100
 FAILURES = {"oom_killed": kl.oom_killed, "application_exit": kl.application_exit, "evicted": kl.evicted}
 LABEL = "swarm.agentihooks.io/"
 #: The line a replica logs as it counts a takeover (``LeaseChurn.took``, the metric's counter).
@@ -77,6 +82,9 @@ class Settings:
     #: them: with 1 of 2, seed 7's 30 minutes saw a failover promote the replica without the newest
     #: writes (lease epochs went back, fences accepted under a lost epoch; docs/reliability.md).
     wait_replicas: int = 2
+    #: Partitions and latency between each replica and Redis / the API server through a real TCP fault
+    #: proxy, where the machine can (root, iptables, toxiproxy-server: :mod:`..faultproxy`).
+    network: bool = True
 
 
 @dataclass
@@ -101,6 +109,8 @@ class Report:
     unreplaced: int = 0
     #: Seconds from the heal until every seat was live or waiting for a decision.
     settled_after_heal: float | None = None
+    #: Why no network fault could be injected (``None``: they were among the kinds).
+    network_off: str | None = None
 
 
 def spec(i: int, seats: int, broker_url: str) -> dict[str, Any]:
@@ -140,6 +150,9 @@ class Campaign:
         self.settled_after_heal: float | None = None
         #: The campaign's own errors (not the product's): printed with the report.
         self.errors: list[str] = []
+        #: The replicas' proxied links (``None``: no network faults; ``network_off`` says why).
+        self.links: Links | None = None
+        self.network_off: str | None = None
 
     def now(self) -> float:
         return max(0.0, time.time() - self.t0)
@@ -154,7 +167,13 @@ class Campaign:
         sentinel = RedisSentinelProcesses(redis_dir)
         await asyncio.to_thread(sentinel.start)
         kubelet = RealKubelet(self.cluster.plane, self.cluster.namespace)
+        proxy, redirects = FaultProxy(self.workdir / "logs"), Redirects()
+        self.network_off = faultproxy.unavailable() if self.s.network else "turned off (Settings.network)"
         try:
+            if self.network_off is None:
+                await asyncio.to_thread(proxy.start)
+                await asyncio.to_thread(redirects.start)
+                self.links = Links(proxy, redirects)
             with running_broker() as broker:
                 await self._run(sentinel, kubelet, broker)
         finally:
@@ -162,7 +181,18 @@ class Campaign:
                 await asyncio.to_thread(replica.stop)
             await kubelet.close()
             await asyncio.to_thread(sentinel.stop)
+            await asyncio.to_thread(redirects.stop)
+            await asyncio.to_thread(proxy.stop)
         return self._report(broker)
+
+    def _wire(self, sentinel: RedisSentinelProcesses) -> None:
+        """Each replica's links to every Redis server and Sentinel and to the API server, proxied."""
+        if self.links is None:
+            return
+        redis_ports = [s.port for s in (sentinel.primary, *sentinel.replicas)] + list(sentinel.sentinel_ports)
+        for replica in self.replicas:
+            self.links.wire(replica, "redis", redis_ports)
+            self.links.wire(replica, "api", [self.cluster.plane.port])
 
     async def _run(self, sentinel: RedisSentinelProcesses, kubelet: RealKubelet, broker: Any) -> None:
         self.sentinel = redis.sentinel.Sentinel(
@@ -183,7 +213,9 @@ class Campaign:
         }
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        self.replicas = [Replica(f"replica-{i}", env, logs) for i in range(self.s.replicas)]
+        gids = [REPLICA_GID + i if self.links is not None else None for i in range(self.s.replicas)]
+        self.replicas = [Replica(f"replica-{i}", env, logs, gids[i]) for i in range(self.s.replicas)]
+        self._wire(sentinel)
         for replica in self.replicas:
             replica.start()
         await kubelet.put_node(NODE)
@@ -199,6 +231,7 @@ class Campaign:
             record=lambda kind, target: self.add(
                 Fault(t=self.now(), kind="fault", fault=kind, target=target)
             ),
+            links=self.links,
         )
         self.nemesis = nemesis
         loop = asyncio.get_running_loop()
@@ -521,6 +554,7 @@ class Campaign:
         report.violations = check(self.entries, liveness_bound_s=self.s.liveness_bound_s * 0.9)
         report.errors = list(self.errors)
         report.skipped = self.nemesis.skipped
+        report.network_off = self.network_off
         report.settled_after_heal = self.settled_after_heal
         self._recoveries(report)
         report.answers = Counter(
@@ -592,6 +626,7 @@ def summary(report: Report) -> str:
             if report.skipped
             else []
         ),
+        *([f"network faults off: {report.network_off}"] if report.network_off else []),
         "failures: " + ", ".join(f"{k} {v}" for k, v in sorted(report.failures.items())),
         "decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(report.decisions.items())),
         _recovery("recovery (automated swarm)", report.recovery_auto),

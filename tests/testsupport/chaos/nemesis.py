@@ -26,9 +26,19 @@ thawed), and :meth:`Nemesis.heal` ends any still in progress. Kinds:
   with it by the same constant, so its timers stay sane), then restarted
   with the true clock. Skipped, and said so, where libfaketime is missing.
 
+* ``redis_partition`` / ``api_partition`` — one replica cut off from every Redis
+  server and Sentinel, or from the API server, for half a lease to three
+  leases: its connections stay open and nothing goes through either way, so
+  its calls hang until its own timeouts (a real toxiproxy between that replica
+  and each server, :mod:`..faultproxy`; nothing of the product is told);
+* ``redis_latency`` / ``api_latency`` — 50 to 400 ms (jittered by up to half)
+  added each way on the same links, for 5 to 20 s.
+
 The two Redis faults share one target too: a Sentinel set with two replicas
-survives one failure at a time. Network partitions through a TCP fault proxy
-are not among the kinds yet (docs/reliability.md says so).
+survives one failure at a time. A replica's links are targets of their own, so
+a partition may overlap a kill, a pause or a Redis failover. The four network
+kinds need root (iptables) and toxiproxy-server; elsewhere they are skipped and
+counted as skipped, like ``clock_skew`` without libfaketime.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from typing import Any
 
 import redis as redis_py
 
+from ..faultproxy import FaultProxy, Redirects
 from ..redis_server import free_port
 
 OPERATOR_SCRIPT = Path(__file__).resolve().parents[2] / "integration" / "operator" / "operator_process.py"
@@ -61,7 +72,12 @@ KINDS = (
     "broker_drop",
     "etcd_restart",
     "clock_skew",
+    "redis_partition",
+    "redis_latency",
+    "api_partition",
+    "api_latency",
 )
+NETWORK = ("redis_partition", "redis_latency", "api_partition", "api_latency")
 #: Debian's libfaketime (the multi-threaded build: the operator runs threads), if installed.
 FAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))), None)
 
@@ -69,8 +85,10 @@ FAKETIME = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))
 class Replica:
     """One operator process (the chart's RBAC, the control API on its own port), restartable."""
 
-    def __init__(self, name: str, env: dict[str, str], logdir: Path) -> None:
+    def __init__(self, name: str, env: dict[str, str], logdir: Path, gid: int | None = None) -> None:
         self.name = name
+        #: The group id the process runs under: the fault proxy's redirects pick its connections by it.
+        self.gid = gid
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -92,7 +110,7 @@ class Replica:
         self.skew_s = skew_s
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log
+                [sys.executable, str(OPERATOR_SCRIPT)], env=env, stdout=log, stderr=log, group=self.gid
             )
 
     def alive(self) -> bool:
@@ -129,8 +147,11 @@ class Nemesis:
         broker: Any,
         lease_ms: int,
         record: Callable[[str, str], None],
+        links: Links | None = None,
     ) -> None:
         self.rng, self.replicas, self.redis, self.plane, self.broker = rng, replicas, redis, plane, broker
+        #: Each replica's proxied links to Redis and the API server (``None``: no network faults here).
+        self.links = links
         self.lease_s = lease_ms / 1000
         self.record = record
         self.counts: Counter[str] = Counter()
@@ -159,10 +180,12 @@ class Nemesis:
             return "redis"  # one Redis fault at a time (below)
         if kind in ("apiserver_restart", "etcd_restart"):
             return "control-plane"
+        if kind in NETWORK:  # a replica's links to one side: a target of their own
+            return f"{kind.split('_', maxsplit=1)[0]}-link:{self.rng.choice(self.replicas).name}"
         return "broker"
 
     async def _inject(self, kind: str, target: str) -> None:
-        if kind == "clock_skew" and FAKETIME is None:
+        if (kind == "clock_skew" and FAKETIME is None) or (kind in NETWORK and self.links is None):
             self._busy.discard(target)
             self.skipped[kind] += 1
             return
@@ -254,6 +277,37 @@ class Nemesis:
             await asyncio.to_thread(replica.stop)
             await asyncio.to_thread(replica.start)
 
+    async def _redis_partition(self, target: str) -> None:
+        await self._cut(target, self.lease_s * self.rng.uniform(0.5, 3.0))
+
+    async def _api_partition(self, target: str) -> None:
+        await self._cut(target, self.lease_s * self.rng.uniform(0.5, 3.0))
+
+    async def _redis_latency(self, target: str) -> None:
+        await self._slow(target)
+
+    async def _api_latency(self, target: str) -> None:
+        await self._slow(target)
+
+    async def _cut(self, target: str, seconds: float) -> None:
+        assert self.links is not None
+        side, _, replica = target.partition("-link:")
+        await asyncio.to_thread(self.links.cut, replica, side)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            await asyncio.to_thread(self.links.heal, replica, side)
+
+    async def _slow(self, target: str) -> None:
+        assert self.links is not None
+        side, _, replica = target.partition("-link:")
+        ms = self.rng.randint(50, 400)
+        await asyncio.to_thread(self.links.latency, replica, side, ms, self.rng.randint(0, ms // 2))
+        try:
+            await asyncio.sleep(self.rng.uniform(5.0, 20.0))
+        finally:
+            await asyncio.to_thread(self.links.heal, replica, side)
+
     async def _etcd_restart(self, _: str) -> None:
         await asyncio.to_thread(self.plane.restart_etcd, self.rng.uniform(0.2, 2.0))
 
@@ -278,6 +332,39 @@ class Nemesis:
             if not replica.alive():
                 await asyncio.to_thread(replica.start)
         self.broker.mode = "normal"
+        if self.links is not None:
+            await asyncio.to_thread(self.links.heal_all)
+
+
+class Links:
+    """Every replica's proxied links: ``side`` ``redis`` (each Redis server and Sentinel) or ``api``."""
+
+    def __init__(self, proxy: FaultProxy, redirects: Redirects) -> None:
+        self.proxy, self.redirects = proxy, redirects
+        self._names: dict[tuple[str, str], list[str]] = {}
+
+    def wire(self, replica: Replica, side: str, ports: list[int]) -> None:
+        """Route ``replica``'s connections to each of ``ports`` through a proxy of their own."""
+        assert replica.gid is not None
+        for port in ports:
+            name = f"{replica.name}-{side}-{port}"
+            self.redirects.route(replica.gid, port, self.proxy.add(name, port))
+            self._names.setdefault((replica.name, side), []).append(name)
+
+    def cut(self, replica: str, side: str) -> None:
+        for name in self._names.get((replica, side), []):
+            self.proxy.cut(name)
+
+    def latency(self, replica: str, side: str, ms: int, jitter_ms: int) -> None:
+        for name in self._names.get((replica, side), []):
+            self.proxy.latency(name, ms, jitter_ms)
+
+    def heal(self, replica: str, side: str) -> None:
+        for name in self._names.get((replica, side), []):
+            self.proxy.heal(name)
+
+    def heal_all(self) -> None:
+        self.proxy.heal_all()
 
 
 def _synced(port: int) -> bool:
