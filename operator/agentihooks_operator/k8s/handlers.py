@@ -269,6 +269,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
     keys = SwarmKeys(
         config.swarm_key_prefix, name, namespace
     )  # namespace/name: never shared across namespaces
+    cache = podcache.register(memo, namespace, name)
     launcher = KubernetesLauncher(
         memo["kube"],
         owner,
@@ -277,6 +278,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         leftovers=RedisLeftovers(memo["redis"], keys),
         faults=memo.get("faults"),
         policy=config.template_policy,
+        seen_deleted=cache.was_deleted,
     )
     metrics = instruments.of(memo)
     metrics.ensure_swarm(SwarmId(namespace, name))  # its series exist at 0 before its first pass
@@ -311,7 +313,7 @@ def _build_pass(memo: kopf.Memo, name: str, namespace: str, uid: str | None, bod
         refusals=launcher.take_refusals,
         stopping=_stopping_flag(memo),
         placed=_placed(memo, namespace, name),
-        pod_cache=podcache.register(memo, namespace, name),
+        pod_cache=cache,
     )
     launcher.guard = runner.keepalive
     return runner

@@ -114,8 +114,11 @@ class KubernetesLauncher:
         leftovers: Leftovers | None = None,
         faults: Callable[[str], None] | None = None,
         policy: TemplatePolicy | None = None,
+        seen_deleted: Callable[[str], bool] | None = None,
     ) -> None:
         self.kube = kube
+        #: Whether the swarm's Pod watch saw the Pod of this name exist and then go (its Pod cache).
+        self._seen_deleted = seen_deleted
         #: What a Pod template may ask for (:mod:`.podpolicy`); the strict default allows no account.
         self.policy = policy if policy is not None else TemplatePolicy()
         self.owner = owner
@@ -313,12 +316,25 @@ class KubernetesLauncher:
 
     def launched(self, execution_id: str) -> bool:
         """Whether the attempt's Pod and its Secret both exist (read together)."""
+        return self.launch_seen(execution_id) == "made"
+
+    def launch_seen(self, execution_id: str) -> Literal["made", "secret", "pod", "none"]:
+        """Which of the attempt's two objects exist, read together: both, its Secret alone (the
+        launch reached the API server; its Pod is not there), its Pod alone, or neither."""
         self.guard()
         ns = self.owner.namespace
         with self._noting():
             secret = self._pool.submit(self.kube.get, "secrets", ns, credential_secret_name(execution_id))
-            pod = self.kube.get("pods", ns, pod_name(execution_id))
-            return secret.result() is not None and pod is not None
+            pod = self.kube.get("pods", ns, pod_name(execution_id)) is not None
+            has_secret = secret.result() is not None
+        if has_secret:
+            return "made" if pod else "secret"
+        return "pod" if pod else "none"
+
+    def deleted(self, execution_id: str) -> bool:
+        """Whether the attempt's Pod was created and has gone since, as this process's Pod watch saw
+        it: the evidence that an absent Pod's launch took effect (:mod:`.podcache`)."""
+        return self._seen_deleted is not None and self._seen_deleted(pod_name(execution_id))
 
     def retire(self, execution_id: str) -> None:
         """Delete the fenced attempt's Pod; its Secret waits for :meth:`clean_leftovers`."""

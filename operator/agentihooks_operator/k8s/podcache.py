@@ -15,6 +15,14 @@ older one applied on top is corrected by the newer events that follow it on
 the same ordered stream; either way the cache converges on the last event.
 The cache is fed from kopf's handler threads and read by the pass's thread,
 under one lock.
+
+It also remembers the names of Pods it saw go (a ``DELETED`` event, or a Pod a
+full list no longer shows), the latest :data:`GONE_KEPT` of them: positive
+evidence that such a Pod was once created. A launch whose create's answer was
+lost, and whose Pod someone deleted before a pass looked, reads as "absent",
+which alone cannot tell "never created" from "created, then deleted"; this
+evidence tells them apart, so the attempt is not launched a second time
+(:meth:`was_deleted`, used by :func:`..recovery.launching.launch_step`).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from typing import Any
 EVENT_TYPES = frozenset({None, "ADDED", "MODIFIED", "DELETED"})
 #: How often a pass lists the Pods in full even when no event was missed.
 RESYNC_S = 60.0
+#: How many names of Pods seen deleted are kept (the oldest are forgotten first).
+GONE_KEPT = 100_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,20 @@ class PodCache:
         #: ``_pods`` was handed to a pass (:meth:`take`): the next change copies it first, so a
         #: quiet pass gets the map without a copy of 50,000 entries and a pass's map never moves.
         self._shared = False
+        #: Names of Pods this cache saw exist and then go, oldest first (bounded by GONE_KEPT).
+        self._gone: dict[str, None] = {}
+
+    def was_deleted(self, name: str) -> bool:
+        """Whether this cache saw Pod ``name`` exist and then go since the process started."""
+        with self._lock:
+            return name in self._gone
+
+    def _went(self, names: Iterable[str]) -> None:
+        for name in names:
+            self._gone.pop(name, None)
+            self._gone[name] = None
+        while len(self._gone) > GONE_KEPT:
+            del self._gone[next(iter(self._gone))]
 
     def feed(self, kind: str | None, body: Mapping[str, Any]) -> None:
         """Apply one watch event (``kind`` ``ADDED``/``MODIFIED``/``DELETED``, ``None`` for a listing)."""
@@ -73,6 +97,8 @@ class PodCache:
                 self._stale = True
             if self._shared:
                 self._pods, self._shared = dict(self._pods), False
+            if kind == "DELETED":
+                self._went([name])
             _apply(self._pods, kind, name, plain)
             self._changed.add(name)
             if self._during is not None:
@@ -104,6 +130,7 @@ class PodCache:
         with self._lock:
             for kind, name, body in self._during or []:
                 _apply(fresh, kind, name, body)
+            self._went(n for n in self._pods if n not in fresh)  # gone while the watch was away
             self._during = None
             self._pods, self._shared = fresh, True
             self._changed.clear()

@@ -4,6 +4,12 @@ The Kubernetes operator implements :class:`ReplacementLauncher` with Pods and
 Secrets; tests use a small in-memory one. All methods must be idempotent: the
 journal may call ``launch`` or ``retire`` again after a crash, but only after
 ``exists`` showed that the earlier call did not take effect.
+
+Two optional methods refine that observation (looked up with ``getattr``):
+``launched(execution_id)`` (the launch took effect in full: the Kubernetes one
+reads the Pod and its Secret) and ``deleted(execution_id)`` (positive evidence
+that the attempt's Pod was created and has gone since: its launch must not be
+sent again, however absent the Pod looks now).
 """
 
 from __future__ import annotations

@@ -12,8 +12,10 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
   the seat's card shows;
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
   whether the launch took effect (``launched`` when the launcher has it: the
-  Kubernetes one creates Secret, ConfigMap and Pod at once, so a crash may
-  leave a Pod without its Secret; else ``exists``); only if it did not, it
+  Kubernetes one creates Secret and Pod at once, so a crash may leave a Pod
+  without its Secret; else ``exists``), then whether its Pod was created and
+  deleted since (``deleted``: marked done, never sent again; the pass fences
+  the attempt for its missing Pod); only if neither, it
   mints a new credential and sends the launch again, marked ``resumed`` (the
   launcher then writes the Secret before anything can read it). Either way
   it then marks the step ``ok``.
@@ -86,6 +88,22 @@ def launched(launcher: ReplacementLauncher, execution_id: str) -> bool:
     return bool(check(execution_id)) if callable(check) else launcher.exists(execution_id)
 
 
+def seen(launcher: ReplacementLauncher, execution_id: str) -> str:
+    """What of the attempt's launch exists: ``made`` (all of it), ``secret`` (its Secret without its
+    Pod: the launch reached the API server), ``pod`` or ``none`` (``launch_seen`` when the launcher
+    has it, else ``made`` or ``none`` from :func:`launched`)."""
+    check = getattr(launcher, "launch_seen", None)
+    if callable(check):
+        return str(check(execution_id))
+    return "made" if launched(launcher, execution_id) else "none"
+
+
+def deleted(launcher: ReplacementLauncher, execution_id: str) -> bool:
+    """Whether ``launcher`` knows the attempt's Pod was created and has gone since (``deleted``)."""
+    check = getattr(launcher, "deleted", None)
+    return bool(check(execution_id)) if callable(check) else False
+
+
 def mint() -> tuple[str, str]:
     """A new worker credential and the sha256 hex that is stored in its place."""
     token = secrets.token_urlsafe(32)
@@ -135,16 +153,18 @@ def _launch_locked(
         # Resumed: the step is unknown, unless another thread of this process just finished it.
         ctx.w.trip()
         raw = ctx.w.client.hget(ctx.w.keys.attempt_journal, eid)
-        if raw is not None and json.loads(raw).get("launch", {}).get("status") in ("ok", "skipped"):
+        entry = json.loads(raw).get("launch", {}) if raw is not None else {}
+        if entry.get("status") in ("ok", "skipped"):
             ctx.waits.done(eid)
             return None
         # Observe before sending again.
-        if launched(ctx.launcher, eid):
+        found = seen(ctx.launcher, eid)
+        if found == "made" or _sent_and_gone(ctx, eid, entry, found):
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
             ctx.waits.done(eid)
             return None
         token, digest = mint()
-        answer = ctx.w.run("credential", {"execution_id": eid, "cred_hash": digest})
+        answer = ctx.w.run("credential", {"execution_id": eid, "cred_hash": digest, "resend": True})
         if not answer["ok"]:
             # No longer the seat's current attempt: never launch it.
             ctx.w.run("marks", {"marks": [[eid, "launch", "skipped"]], "finish": [eid]})
@@ -187,6 +207,27 @@ def _launch_locked(
         alongside.marked = True
     ctx.waits.done(eid)
     return plan
+
+
+def _sent_and_gone(ctx: Ctx, eid: str, entry: dict[str, object], found: str) -> bool:
+    """Whether the launch took effect although its Pod is absent now: "absent" alone cannot tell
+    "never created" from "created, then deleted" (an admin, an eviction) when the last send's answer
+    was lost, and sending it again would run the attempt twice. Positive evidence that it took
+    effect: this process's Pod watch saw the Pod go (``deleted``), or the attempt's Secret, sent
+    beside the Pod, is there after a send whose outcome is unknown (not a refusal the journal
+    holds: a blocked launch's Secret stays while its Pod was refused). The step is then done, and
+    the pass fences the attempt for its missing Pod. Costs at worst one generation, when only the
+    Secret's create took effect; never a second run."""
+    in_flight = not entry.get("detail") or bool(entry.get("inflight"))
+    if not (deleted(ctx.launcher, eid) or (found == "secret" and in_flight)):
+        return False
+    log.warning(
+        "recovery of swarm %s: the launch of %s took effect but its Pod is gone; not launched again "
+        "(the attempt is fenced as lost)",
+        ctx.label,
+        eid,
+    )
+    return True
 
 
 def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:

@@ -175,6 +175,12 @@ return done({stored=raw})
 CREDENTIAL = r"""
 if not current(P.execution_id) then return refuse('not_current') end
 redis.call('HSET', K['worker-credentials'], P.execution_id, P.cred_hash)
+-- P.resend: the launch is about to be sent again; until an answer says otherwise, its outcome is unknown
+local j = P.resend and jget(K['attempt-journal'], P.execution_id)
+if j and j['launch'] and j['launch'].status == 'unknown' then
+  j['launch'].inflight = true
+  jset(K['attempt-journal'], P.execution_id, j)
+end
 return done({})
 """
 

@@ -206,6 +206,9 @@ class JournalEntry(_Record):
     since_ms: int | None = None
     tries: int | None = None
     retry_at_ms: int | None = None
+    #: Set when a blocked launch is sent again (cleared by the next refusal): the send's outcome is
+    #: unknown, so its Secret found without its Pod means the launch took effect.
+    inflight: bool | None = None
 
 
 class HeldRecovery(_Record):

@@ -157,3 +157,28 @@ def test_a_quiet_take_copies_nothing_and_a_taken_map_never_changes_under_its_rea
     after = cache.take()
     assert sorted(after.pods) == ["p-1", "p-2", "p-9"] and after.changed == {"p-0", "p-9"}
     assert after.pods is not first.pods
+
+
+def test_a_pod_seen_deleted_is_remembered_as_once_created() -> None:
+    """The evidence a lost launch needs: this Pod was created (and went), whatever a read says now."""
+    cache = PodCache()
+    listed(cache, pod("a"), pod("b"))
+    assert not cache.was_deleted("a") and not cache.was_deleted("never")
+    cache.feed("DELETED", pod("a"))
+    assert cache.was_deleted("a")
+    # A Pod deleted while the watch was away: the next full list no longer shows it.
+    cache.feed("ADDED", pod("c"))
+    listed(cache, pod("c"))
+    assert cache.was_deleted("b") and not cache.was_deleted("c")
+    assert not cache.was_deleted("never")
+
+
+def test_the_names_seen_deleted_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentihooks_operator.k8s.podcache as podcache
+
+    monkeypatch.setattr(podcache, "GONE_KEPT", 3)
+    cache = PodCache()
+    for name in "abcde":
+        cache.feed("ADDED", pod(name))
+        cache.feed("DELETED", pod(name))
+    assert [n for n in "abcde" if cache.was_deleted(n)] == ["c", "d", "e"]  # the oldest forgotten
