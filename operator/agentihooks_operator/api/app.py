@@ -2,7 +2,8 @@
 middleware that turns every failure into JSON.
 
 Errors never carry a credential, a digest or a stack trace; unexpected ones
-are logged with their type only and answered 500 ``internal``; a Kubernetes call that fails under a
+are logged with their type only and answered 500 ``internal`` (503 ``stopping`` once the operator
+was told to stop: its clients may close under a request in flight); a Kubernetes call that fails under a
 request is 503 ``kubernetes_unavailable`` (temporary) or 502 ``kubernetes_refused``. A 405 keeps its
 ``Allow`` header. Every answer carries ``X-Content-Type-Options: nosniff`` and
 ``Cache-Control: no-store`` (:data:`API_HEADERS`). A write this replica cannot make
@@ -98,6 +99,17 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         kept = {k: v for k, v in e.headers.items() if k.lower() == "allow"}
         return _problem(e.status, e.reason.lower().replace(" ", "_"), e.reason, kept or None)
     except Exception as e:
+        state: ApiState | None = request.app.get(STATE)
+        if state is not None and not state.kopf_ready():
+            # The operator is stopping and closed a client under this request: temporary, and a retry
+            # (of another replica) replays whatever was written before (found by the fault campaign).
+            log.warning(
+                "control API: %s %s failed while the operator stops (%s)",
+                request.method,
+                route_name(request),
+                type(e).__name__,
+            )
+            return _problem(503, "stopping", "this replica is stopping; retry shortly", {"Retry-After": "1"})
         log.error("control API: %s %s failed (%s)", request.method, route_name(request), type(e).__name__)
         return _problem(500, "internal", "internal error")
 

@@ -119,7 +119,7 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         object_cap=config.checkpoint_object_cap,
         events_poll_seconds=config.events_poll_seconds,
         quotas=config.quotas(),
-        kopf_ready=lambda: not memo.get(STOPPING, False),
+        kopf_ready=lambda: not (memo.get(STOPPING, False) or _signalled(memo)),
         key_prefix=operator.swarm_key_prefix,
         metrics=instruments.of(memo),
         peers=peers_from_settings(
@@ -162,6 +162,13 @@ async def stop_api(memo: kopf.Memo, **_: Any) -> None:
         server = memo.get(name)
         if server is not None:
             await server.stop()
+
+
+def _signalled(memo: kopf.Memo) -> bool:
+    """Whether the process was told to stop (SIGTERM/SIGINT: ``memo["stopping"]``, set by
+    :mod:`..main`) before the control API's own stop: the clients may close under a request."""
+    flag = memo.get("stopping")
+    return bool(flag is not None and flag.is_set())
 
 
 def swarm_seen(event: Any, spec: Any, name: str, namespace: str | None, memo: Any, **_: Any) -> None:

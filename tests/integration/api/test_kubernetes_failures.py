@@ -155,3 +155,39 @@ def test_a_write_redis_refused_as_a_script_error_stays_500(
     answer = decide(world, eid)
     assert answer.status_code == 500 and answer.json()["error"] == "internal", answer.text
     assert "boom" not in answer.text
+
+
+def test_a_request_whose_clients_close_because_the_operator_stops_is_503_not_500(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the 30-minute fault campaign (seed 1): a SIGTERMed replica closes its Redis and
+    Kubernetes clients while a decision is in flight, and the request failed with a ``ValueError``
+    answered ``500 internal``. Once the operator was told to stop, such a failure is temporary:
+    ``503 stopping`` with ``Retry-After``; the decision posted again (to any replica) replays it."""
+    from agentihooks_operator.recovery import writer
+
+    eid = world.fail()
+    stopping = [False]
+    monkeypatch.setattr(world.state, "kopf_ready", lambda: not stopping[0])
+    once, failed = raising_once(writer.run_script, ValueError("I/O operation on closed file"))
+    monkeypatch.setattr(writer, "run_script", once)
+    stopping[0] = True  # SIGTERM arrived; the cleanup closed a client under the request
+    first = decide(world, eid)
+    assert len(failed) == 1
+    assert first.status_code == 503, first.text
+    assert first.json()["error"] == "stopping" and first.headers["Retry-After"] == "1"
+    assert "closed file" not in first.text
+    stopping[0] = False  # (another replica, or this one before the signal)
+    again = decide(world, eid)
+    assert again.status_code == 200, again.text
+    next_pass(world, eid)
+    assert world.launcher.created[again.json()["replacement"]] == 1
+
+
+def test_an_unexpected_failure_while_running_stays_500(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentihooks_operator.recovery import writer
+
+    eid = world.fail()
+    monkeypatch.setattr(writer, "run_script", raising_once(writer.run_script, ValueError("boom"))[0])
+    answer = decide(world, eid)
+    assert answer.status_code == 500 and answer.json()["error"] == "internal", answer.text
