@@ -65,6 +65,8 @@ LABEL = "swarm.agentihooks.io/"
 TOOK = re.compile(
     r"recovery of swarm [^/\s]+/(\S+): (\S+) took the lease at epoch (\d+)( \(not yet confirmed)?"
 )
+#: A take the replicas confirmed after it was logged unconfirmed (the same take, not a new one).
+CONFIRMED_LATER = "(now confirmed)"
 #: A take whose answer was lost: the replica cannot know whether it moved the epoch, and says so.
 UNANSWERED = re.compile(r"recovery of swarm [^/\s]+/(\S+): \S+'s take of the lease got no answer")
 
@@ -111,6 +113,35 @@ class Report:
     settled_after_heal: float | None = None
     #: Why no network fault could be injected (``None``: they were among the kinds).
     network_off: str | None = None
+
+
+def takes_of(logs: list[str]) -> tuple[dict[str, set[int]], set[tuple[str, int]]]:
+    """From the replicas' logs: each swarm's epochs taken, and the (swarm, epoch) pairs every take of
+    which the Redis replicas confirmed.
+
+    An epoch number can be taken more than once: a take the replicas did not confirm is lost in a
+    failover, and the next take makes the same number again (found in a CI run of seed 3: replica-0
+    took epoch 2 unconfirmed, a failover lost it, replica-2 took epoch 2 and had it confirmed). An
+    observation of that number cannot say which take it saw, so a fall back from it breaks nothing
+    unless every take of it was confirmed. A ``(now confirmed)`` line confirms its replica's latest
+    take of that epoch; any other line is a take of its own."""
+    counted: dict[str, set[int]] = defaultdict(set)
+    takes: dict[tuple[str, int], list[bool]] = defaultdict(list)
+    for text in logs:
+        latest: dict[tuple[str, int], int] = {}  # this replica's latest take of (swarm, epoch)
+        for line in text.splitlines():
+            found = TOOK.search(line)
+            if found is None:
+                continue
+            swarm, _, raw, unconfirmed = found.groups()
+            key = (swarm, int(raw))
+            counted[swarm].add(int(raw))
+            if CONFIRMED_LATER in line and key in latest:
+                takes[key][latest[key]] = True
+                continue
+            takes[key].append(not unconfirmed)
+            latest[key] = len(takes[key]) - 1
+    return counted, {key for key, confirmed in takes.items() if all(confirmed)}
 
 
 def spec(i: int, seats: int, broker_url: str) -> dict[str, Any]:
@@ -421,18 +452,15 @@ class Campaign:
         """Each lease observation gets the takeovers the replicas counted up to its epoch. A replica
         logs the line as it increments its ``agentihooks_lease_takeovers`` counter, and the log outlives
         a ``kill -9`` (the counter does not), so the count is read from every process's log."""
-        counted: dict[str, set[int]] = defaultdict(set)
-        confirmed: dict[str, set[int]] = defaultdict(set)
+        logs: list[str] = []
         for replica in self.replicas:
             with contextlib.suppress(OSError):
-                for swarm, _, epoch, unconfirmed in TOOK.findall(replica.log.read_text(errors="replace")):
-                    counted[swarm].add(int(epoch))
-                    if not unconfirmed:
-                        confirmed[swarm].add(int(epoch))
+                logs.append(replica.log.read_text(errors="replace"))
+        counted, held_confirmed = takes_of(logs)
         for i, e in enumerate(self.entries):
             if isinstance(e, Lease):
                 n = sum(1 for epoch in counted[e.swarm] if epoch <= e.epoch)
-                held = e.epoch == 0 or e.epoch in confirmed[e.swarm]
+                held = e.epoch == 0 or (e.swarm, e.epoch) in held_confirmed
                 self.entries[i] = e.model_copy(update={"takeovers": n, "confirmed": held})
 
     def _owners(self) -> dict[str, tuple[str | None, int]]:
