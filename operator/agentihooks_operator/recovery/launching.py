@@ -13,9 +13,11 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
   whether the launch took effect (``launched`` when the launcher has it: the
   Kubernetes one creates Secret and Pod at once, so a crash may leave a Pod
-  without its Secret; else ``exists``), then whether its Pod was created and
-  deleted since (``deleted``: marked done, never sent again; the pass fences
-  the attempt for its missing Pod); only if neither, it
+  without its Secret; else ``exists``), then for positive evidence that it
+  took effect although its Pod is gone (its Secret without its Pod after a send
+  whose answer was lost, or the Pod seen deleted: :func:`_sent_and_gone`; the
+  step is then done and the pass fences the attempt for its missing Pod); only
+  if neither, it
   mints a new credential and sends the launch again, marked ``resumed`` (the
   launcher then writes the Secret before anything can read it). Either way
   it then marks the step ``ok``.

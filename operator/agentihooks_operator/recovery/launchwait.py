@@ -36,11 +36,6 @@ CAP_S = 60.0
 CAP_INTERVALS = 12
 
 
-def spec_key(spec: SwarmSpec | None) -> str:
-    """What a wait is keyed by besides the attempt: the spec's digest ("" without a spec)."""
-    return spec.fingerprint if spec is not None else ""
-
-
 @dataclass
 class _Wait:
     tries: int

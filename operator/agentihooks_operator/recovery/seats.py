@@ -19,7 +19,6 @@ Nothing happens twice, whatever crashes:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +29,6 @@ from .launching import mint, note_blocked, plan_for
 from .models import LaunchPlan
 from .records import AttemptRecord, GrantRecord, LedgerRow
 from .seatsmap import SeatsReader
-
-log = logging.getLogger("agentihooks.recovery")
 
 #: Seats admitted by one script: each such script holds Redis for about 6 ms (``bench/admission.py``);
 #: larger batches save round trips but not time (the records are built in Python either way).

@@ -44,14 +44,18 @@ def _journal(client, r, eid: str) -> dict:  # type: ignore[no-untyped-def]
     return json.loads(client.hget(r.keys.attempt_journal, eid))["launch"]
 
 
-def test_a_blocked_launch_backs_off_and_goes_out_once_fixed(make, client) -> None:  # type: ignore[no-untyped-def]
-    launcher = RefusingLauncher()
+def _refused_seat(make):  # type: ignore[no-untyped-def]
+    """One seat admitted under a launcher that refuses every launch, with a clock the test moves."""
+    launcher, clock, spec = RefusingLauncher(), Clock(), swarm_spec(1)
     r = make(launcher=launcher)
-    clock = Clock()
     r._ctx.waits.clock = clock
-    spec = swarm_spec(1)
     assert r.acquire()
     assert r.ensure_seats(spec) == []  # admitted, its launch refused
+    return r, launcher, clock, spec
+
+
+def test_a_blocked_launch_backs_off_and_goes_out_once_fixed(make, client) -> None:  # type: ignore[no-untyped-def]
+    r, launcher, clock, spec = _refused_seat(make)
     eid = client.hget(r.keys.seats, "eng-1").decode()
     assert launcher.refused == 1
 
@@ -94,13 +98,7 @@ def test_a_blocked_launch_backs_off_and_goes_out_once_fixed(make, client) -> Non
 
 
 def test_a_changed_spec_or_a_new_holder_tries_at_once(make, client) -> None:  # type: ignore[no-untyped-def]
-    launcher = RefusingLauncher()
-    r = make(launcher=launcher)
-    clock = Clock()
-    r._ctx.waits.clock = clock
-    spec = swarm_spec(1)
-    assert r.acquire()
-    r.ensure_seats(spec)
+    r, launcher, clock, spec = _refused_seat(make)
     for _ in range(5):  # five refusals: the next wait is long
         clock.t += 200
         r.reconcile(spec, [])
