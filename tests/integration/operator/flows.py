@@ -59,8 +59,10 @@ def fence(redis_url: str, swarm: str, execution_id: str) -> FenceRecord | None:
     return FenceRecord.model_validate_json(raw) if raw else None
 
 
-async def fenced(redis_url: str, swarm: str, execution_id: str) -> FenceRecord:
-    return await eventually(lambda: fence(redis_url, swarm, execution_id), what=f"fence of {execution_id}")
+async def fenced(redis_url: str, swarm: str, execution_id: str, timeout: float = 20.0) -> FenceRecord:
+    return await eventually(
+        lambda: fence(redis_url, swarm, execution_id), timeout=timeout, what=f"fence of {execution_id}"
+    )
 
 
 def choose(redis_url: str, swarm: str, execution_id: str, choice: str = "fresh") -> bool:
