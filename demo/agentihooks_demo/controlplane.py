@@ -83,6 +83,7 @@ def write_kubeconfig(
     token: str | None = None,
     client: Pair | None = None,
     name: str = "envtest",
+    namespace: str | None = None,
 ) -> Path:
     user: dict[str, Any] = {}
     if token:
@@ -90,12 +91,13 @@ def write_kubeconfig(
     if client is not None:
         user["client-certificate"] = str(client.cert)
         user["client-key"] = str(client.key)
+    context = {"cluster": name, "user": name, **({"namespace": namespace} if namespace else {})}
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority": str(ca)}}],
         "users": [{"name": name, "user": user}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "contexts": [{"name": name, "context": context}],
         "current-context": name,
     }
     path.write_text(yaml.safe_dump(doc))
@@ -144,6 +146,8 @@ class ControlPlane:
         )
         self.admin = self.ca.issue("admin", "envtest-admin", orgs=("system:masters",))
         self.kcm_identity = self.ca.issue("kcm", "system:kube-controller-manager")
+        # what the API server shows a kubelet when it proxies logs, exec and port-forward to it
+        self.kubelet_client = self.ca.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client")
         self.sa_keys = service_account_keys(self.pki_dir)
         self.etcd_port = free_port()
         self.port = free_port()
@@ -202,6 +206,9 @@ class ControlPlane:
                 f"--tls-private-key-file={self.serving.key}",
                 f"--client-ca-file={self.ca.cert}",
                 "--authorization-mode=RBAC",
+                f"--kubelet-client-certificate={self.kubelet_client.cert}",
+                f"--kubelet-client-key={self.kubelet_client.key}",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--allow-privileged=false",
                 f"--service-account-issuer={ISSUER}",
                 f"--api-audiences={ISSUER}",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import namespace
+from . import namespace, reach
 from .client import CliError, ControlClient
 
 #: Seconds a completion may wait for the control API (the shell waits for it).
@@ -33,10 +33,14 @@ def _options(ctx: Any) -> dict[str, Any]:
 
 
 def _client(opts: dict[str, Any]) -> ControlClient:
-    url = opts.get("control_url") or os.environ.get("AGENTIHOOKS_CONTROL_URL")
-    token = opts.get("token") or os.environ.get("AGENTIHOOKS_TOKEN")
-    ca = opts.get("ca_file") or os.environ.get("AGENTIHOOKS_CA_FILE")
-    return ControlClient(url, token, timeout=TIMEOUT_S, ca_file=ca)
+    obj = {
+        "url": opts.get("control_url") or os.environ.get("AGENTIHOOKS_CONTROL_URL"),
+        "token": opts.get("token") or os.environ.get("AGENTIHOOKS_TOKEN"),
+        "ca_file": opts.get("ca_file") or os.environ.get("AGENTIHOOKS_CA_FILE"),
+        "operator_namespace": opts.get("operator_namespace"),
+        "context": opts.get("context"),
+    }
+    return reach.control_client(obj, timeout=TIMEOUT_S)
 
 
 def _ask(ctx: Any, path_of: Any) -> Any:

@@ -1,7 +1,9 @@
 """Entry point of the ``agentihooks`` command; command groups register themselves here.
 
 The control URL and token come from ``--control-url``/``--token`` or from
-``AGENTIHOOKS_CONTROL_URL``/``AGENTIHOOKS_TOKEN``. ``agentihooks admin ...``
+``AGENTIHOOKS_CONTROL_URL``/``AGENTIHOOKS_TOKEN``; without a URL the CLI
+reaches the operator through the kubeconfig (``reach.py``: a port-forward it
+opens itself, and the operator token the user may read). ``agentihooks admin ...``
 talks to Redis instead (``--redis-url``/``AGENTIHOOKS_REDIS_URL``).
 ``--version`` prints the installed package's version; ``--install-completion``
 and ``--show-completion`` are typer's shell completion.
@@ -43,7 +45,7 @@ def _show_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(
+def _root(  # noqa: PLR0917 (typer reads each option from a parameter)
     ctx: typer.Context,
     control_url: Annotated[
         str | None,
@@ -74,6 +76,23 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    operator_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--operator-namespace",
+            envvar="AGENTIHOOKS_OPERATOR_NAMESPACE",
+            help="Without a control URL: the namespace the chart runs the operator in (default: searched).",
+            show_default=False,
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            help="Without a control URL: the kubeconfig context to reach the operator through.",
+            show_default=False,
+        ),
+    ] = None,
     _version: Annotated[
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
@@ -82,6 +101,7 @@ def _root(
     """agentihooks: restore decisions, status and recovery controls for swarms."""
     obj = ctx.ensure_object(dict)
     obj["url"], obj["token"], obj["ca_file"] = control_url, token, ca_file
+    obj["operator_namespace"], obj["context"] = operator_namespace, context
     if ns is not None:
         obj["namespace"] = ns
         source = ctx.get_parameter_source("ns")

@@ -21,7 +21,7 @@ import typer
 from agentihooks_checkpoint.retry import Backoff
 from httpx_sse import connect_sse
 
-from . import complete, namespace, render
+from . import complete, namespace, reach, render
 from .client import CliError, ControlClient
 from .output import Format, JsonFlag, OutputOption, chosen, emit, emit_item
 
@@ -49,8 +49,7 @@ def _name(kind: str, value: str) -> str:
 
 
 def _client(ctx: typer.Context) -> ControlClient:
-    obj = ctx.find_object(dict) or {}
-    return ControlClient(obj.get("url"), obj.get("token"), ca_file=obj.get("ca_file"))
+    return reach.control_client(ctx.find_object(dict) or {})
 
 
 def _swarm(ctx: typer.Context) -> str:

@@ -33,6 +33,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,7 @@ import pytest
 import redis
 import yaml
 from agentihooks_demo.cluster import create_namespace
+from agentihooks_demo.controlplane import write_kubeconfig
 from agentihooks_operator.recovery import FenceRecord
 from testsupport.controlplane import ControlPlane
 from testsupport.helm import CHART, Helm
@@ -191,6 +193,47 @@ def _helm(node: Node, helm: Helm, namespace: str, *args: str) -> str:
     res = helm.run(*args, *kube, timeout=330)
     assert res.returncode == 0, f"helm {args[0]} failed:\n{res.stderr.strip()}\n{node.diagnose(namespace)}"
     return res.stdout
+
+
+def _agentihooks(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The real ``agentihooks`` console script; ``env`` replaces the control URL and token variables."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "KUBECONFIG"))}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "agentihooks"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**environ, **(env or {})},
+    )
+
+
+def _viewer(plane: ControlPlane, system: str, folder: Path) -> Path:
+    """A kubeconfig (context namespace ``system``) of a user who may find the operator and open a
+    port-forward to it, but neither read Secrets nor list Services in other namespaces."""
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "agentihooks-viewer", "namespace": system},
+        "rules": [
+            {"apiGroups": [""], "resources": ["services", "pods"], "verbs": ["get", "list"]},
+            {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create", "get"]},
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "agentihooks-viewer", "namespace": system},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "agentihooks-viewer"},
+        "subjects": [{"kind": "User", "name": "agentihooks-viewer", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+    with plane.client() as http:
+        for path, body in (("roles", role), ("rolebindings", binding)):
+            r = http.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{system}/{path}", json=body)
+            assert r.status_code == 201, r.text
+    identity = plane.ca.issue("agentihooks-viewer", "agentihooks-viewer")
+    path = folder / "viewer.kubeconfig"
+    return write_kubeconfig(path, plane.url, plane.ca.cert, client=identity, name="viewer", namespace=system)
 
 
 def _cli(control_url: str, *args: str, until_published: bool = False) -> dict[str, Any]:
@@ -343,6 +386,34 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
             what="the replacement's restore outcome reported",
         )
         assert reported["recovery"] == "fresh" and reported["status"] == "verified", reported
+
+        # 2b. The CLI given only a kubeconfig, as a cluster operator runs it: it finds the control
+        # Service (searching every namespace), opens its own port-forward to the operator Pod through
+        # the API server and the real kubelet, and reads the operator token the admin may read.
+        admin = {"KUBECONFIG": str(plane.admin_kubeconfig)}
+        res = _agentihooks("-n", agents, "swarm", "seat", "status", "-o", "json", env=admin)
+        assert res.returncode == 0, res.stderr
+        assert [s["seat"] for s in json.loads(res.stdout)["seats"]] == ["eng-1"]
+        # The wrong namespace named: the error says which one and which context it used.
+        res = _agentihooks("--operator-namespace", agents, "swarm", "seat", "status", env=admin)
+        assert res.returncode == 3, res
+        assert f"in namespace {agents!r}, context 'envtest'" in res.stderr, res.stderr
+        # A user who may port-forward but not read Secrets: found in the context's namespace, and told
+        # which Secret it could not read; given the token, the same user gets through.
+        viewer = {"KUBECONFIG": str(_viewer(plane, system, Path(helm.home)))}
+        res = _agentihooks("-n", agents, "swarm", "seat", "status", env=viewer)
+        assert res.returncode == 3, res
+        assert f"Secret {system}/operator-token" in res.stderr and "forbidden" in res.stderr, res.stderr
+        assert "context 'viewer'" in res.stderr and TOKEN not in res.stderr + res.stdout
+        res = _agentihooks("--token", TOKEN, "-n", agents, "swarm", "seat", "status", "-ojson", env=viewer)
+        assert res.returncode == 0, res.stderr
+        forwarded = [
+            e["objectRef"]["name"]
+            for e in plane.audit_events()
+            if (e.get("user") or {}).get("username") == "agentihooks-viewer"
+            and (e.get("objectRef") or {}).get("subresource") == "portforward"
+        ]
+        assert set(forwarded) == {operator[0]["metadata"]["name"]}, forwarded  # through the API server
 
         # 3. helm upgrade: a new operator Pod, nothing relaunched.
         _helm(

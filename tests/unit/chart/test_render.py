@@ -355,7 +355,8 @@ def test_notes_name_the_next_steps(helm: Helm, tmp_path: Path) -> None:
     assert "/v1/executions/$EXECUTION/restore-decision" in notes
     assert "port-forward svc/rel-agentihooks-recovery" in notes
     assert "get secret agentihooks-operator-token" in notes
-    assert 'AGENTIHOOKS_TOKEN="$OPERATOR_TOKEN"' in notes
+    # the CLI needs only the kubeconfig: the release's namespace is named for it
+    assert f"agentihooks --operator-namespace {NAMESPACE} -n SWARM-NAMESPACE swarm NAME status" in notes
     assert "http://127.0.0.1:8080/ledger/SWARM-NAME" in notes
 
 
