@@ -11,13 +11,9 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
   Secret, a Pod the API server refuses) stays ``unknown`` with the reason in its journal entry, which
   the seat's card shows;
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
-  whether the launch took effect (``launched`` when the launcher has it: the
-  Kubernetes one creates Secret and Pod at once, so a crash may leave a Pod
-  without its Secret; else ``exists``), then for positive evidence that it
-  took effect although its Pod is gone (its Secret without its Pod after a send
-  whose answer was lost, or the Pod seen deleted: :func:`_sent_and_gone`; the
-  step is then done and the pass fences the attempt for its missing Pod); only
-  if neither, it
+  whether the launch took effect, then for positive evidence that it took
+  effect although its Pod is gone (:mod:`.launchseen`; the step is then done
+  and the pass fences the attempt for its missing Pod); only if neither, it
   mints a new credential and sends the launch again, marked ``resumed`` (the
   launcher then writes the Secret before anything can read it). Either way
   it then marks the step ``ok``.
@@ -46,7 +42,7 @@ from pydantic import SecretStr
 from ..logs import carry
 from .context import Ctx
 from .errors import InjectedFault, LaunchBlocked, LeaseLost
-from .launcher import ReplacementLauncher
+from .launchseen import seen, sent_and_gone
 from .models import LaunchPlan
 from .records import AttemptRecord
 
@@ -82,28 +78,6 @@ class Alongside:
         if not self.marked:
             ctx.w.run("marks", {"marks": self.marks, "finish": self.finish})
             self.marked = True
-
-
-def launched(launcher: ReplacementLauncher, execution_id: str) -> bool:
-    """Whether the attempt's launch took effect: ``launcher.launched`` when it has one, else ``exists``."""
-    check = getattr(launcher, "launched", None)
-    return bool(check(execution_id)) if callable(check) else launcher.exists(execution_id)
-
-
-def seen(launcher: ReplacementLauncher, execution_id: str) -> str:
-    """What of the attempt's launch exists: ``made`` (all of it), ``secret`` (its Secret without its
-    Pod: the launch reached the API server), ``pod`` or ``none`` (``launch_seen`` when the launcher
-    has it, else ``made`` or ``none`` from :func:`launched`)."""
-    check = getattr(launcher, "launch_seen", None)
-    if callable(check):
-        return str(check(execution_id))
-    return "made" if launched(launcher, execution_id) else "none"
-
-
-def deleted(launcher: ReplacementLauncher, execution_id: str) -> bool:
-    """Whether ``launcher`` knows the attempt's Pod was created and has gone since (``deleted``)."""
-    check = getattr(launcher, "deleted", None)
-    return bool(check(execution_id)) if callable(check) else False
 
 
 def mint() -> tuple[str, str]:
@@ -161,7 +135,7 @@ def _launch_locked(
             return None
         # Observe before sending again.
         found = seen(ctx.launcher, eid)
-        if found == "made" or _sent_and_gone(ctx, eid, entry, found):
+        if found == "made" or sent_and_gone(ctx, eid, entry, found):
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
             ctx.waits.done(eid)
             return None
@@ -209,27 +183,6 @@ def _launch_locked(
         alongside.marked = True
     ctx.waits.done(eid)
     return plan
-
-
-def _sent_and_gone(ctx: Ctx, eid: str, entry: dict[str, object], found: str) -> bool:
-    """Whether the launch took effect although its Pod is absent now: "absent" alone cannot tell
-    "never created" from "created, then deleted" (an admin, an eviction) when the last send's answer
-    was lost, and sending it again would run the attempt twice. Positive evidence that it took
-    effect: this process's Pod watch saw the Pod go (``deleted``), or the attempt's Secret, sent
-    beside the Pod, is there after a send whose outcome is unknown (not a refusal the journal
-    holds: a blocked launch's Secret stays while its Pod was refused). The step is then done, and
-    the pass fences the attempt for its missing Pod. Costs at worst one generation, when only the
-    Secret's create took effect; never a second run."""
-    in_flight = not entry.get("detail") or bool(entry.get("inflight"))
-    if not (deleted(ctx.launcher, eid) or (found == "secret" and in_flight)):
-        return False
-    log.warning(
-        "recovery of swarm %s: the launch of %s took effect but its Pod is gone; not launched again "
-        "(the attempt is fenced as lost)",
-        ctx.label,
-        eid,
-    )
-    return True
 
 
 def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
