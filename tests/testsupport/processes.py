@@ -84,15 +84,30 @@ def _alive(token: str) -> bool:
 
 
 def _owner_of(pid: int) -> str | None:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
+    """The run mark of ``pid``: from its environment, or from its process title where the process
+    rewrote its environment's memory (redis-server does; :func:`title_mark`)."""
     prefix = OWNER_VAR.encode() + b"="
-    for item in environ.split(b"\0"):
-        if item.startswith(prefix):
-            return item[len(prefix) :].decode(errors="replace")
+    for name, sep in (("environ", b"\0"), ("cmdline", None)):
+        try:
+            raw = Path(f"/proc/{pid}/{name}").read_bytes()
+        except OSError:
+            return None
+        for item in raw.replace(b"\0", b" ").split() if sep is None else raw.split(sep):
+            if item.startswith(prefix):
+                return item[len(prefix) :].decode(errors="replace")
     return None
+
+
+def title_mark() -> list[str]:
+    """redis-server arguments that put this run's mark in its process title, or none outside a run.
+
+    redis-server sets its title over the memory that held its environment, so the inherited mark is
+    gone from ``/proc/<pid>/environ``; a SIGKILLed campaign's Redis servers and Sentinels outlived the
+    next run's sweep that way (6 Dec 2026). ``proc-title-template`` keeps the mark readable."""
+    token = os.environ.get(OWNER_VAR)
+    if not token:
+        return []
+    return ["--proc-title-template", f"{{title}} {{listen-addr}} {{server-mode}} {OWNER_VAR}={token}"]
 
 
 def sweep_orphans() -> list[int]:

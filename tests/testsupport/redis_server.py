@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .processes import title_mark
+
 
 def redis_binary() -> str:
     found = shutil.which("redis-server")
@@ -81,6 +83,7 @@ class RedisServer:
             "--loglevel",
             "warning",
             *self.extra_args,
+            *title_mark(),
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10

@@ -24,6 +24,27 @@ with owned_run():
 """
 
 
+#: A killed run that started a real Redis server and a Sentinel. A SIGKILLed campaign's Redis servers
+#: and Sentinels showed an empty /proc/<pid>/environ (redis-server moves its environment to make room
+#: for its process title), so the next sweep missed them: the mark is in the title too.
+KILLED_REDIS_RUN = """
+import os, signal, subprocess, sys
+from pathlib import Path
+from testsupport.processes import owned_run
+from testsupport.redis_server import RedisServer, free_port, redis_binary
+from testsupport.processes import title_mark
+with owned_run():
+    server = RedisServer(Path(sys.argv[1]), port=free_port())
+    server.start()
+    conf = Path(sys.argv[1]) / "sentinel.conf"
+    conf.write_text(f"port {free_port()}\\nbind 127.0.0.1\\nsentinel monitor m 127.0.0.1 {server.port} 1\\n")
+    sentinel = subprocess.Popen([redis_binary(), str(conf), "--sentinel", *title_mark()],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(server.proc.pid, sentinel.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -67,3 +88,24 @@ def test_what_a_killed_run_left_is_killed_by_the_next_and_nothing_else() -> None
         stranger.wait()
         if _running(orphan):
             os.kill(orphan, signal.SIGKILL)
+
+
+def test_a_killed_runs_redis_servers_are_swept_too(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(testsupport.__file__).parents[1])}
+    env.pop(OWNER_VAR, None)
+    argv = [sys.executable, "-c", KILLED_REDIS_RUN, str(tmp_path)]
+    killed = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    orphans = [int(p) for p in killed.stdout.split()]
+    try:
+        for pid in orphans:
+            assert _running(pid), "the killed run's Redis should have outlived it"
+            title = Path(f"/proc/{pid}/cmdline").read_bytes()
+            assert OWNER_VAR.encode() in title  # kept there: a campaign server once lost its environ
+        with owned_run() as swept:
+            assert set(orphans) <= set(swept), (orphans, swept)
+            assert all(_gone(pid) for pid in orphans)
+    finally:
+        for pid in orphans:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
