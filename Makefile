@@ -9,15 +9,17 @@ PYTHON ?= $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: install control-plane node-binaries images fault-proxy lint typecheck pytest test bench clean demo evidence dist
+.PHONY: install control-plane node-binaries images fault-proxy lint typecheck pytest pytest-compat test bench clean demo evidence dist
 
 install:
 	./scripts/install-deps.sh
 
 # etcd, kube-apiserver and kube-controller-manager for the integration tests: from $$KUBEBUILDER_ASSETS,
 # or built once with Go into ~/.cache/agentihooks/control-plane (see docs/development.md).
+# The compatibility tier's control plane is built (or found) the same way at COMPAT_KUBE_VERSION.
 control-plane:
 	./scripts/control-plane.sh
+	AGENTIHOOKS_KUBE_VERSION=$(COMPAT_KUBE_VERSION) ./scripts/control-plane.sh
 
 # kubelet, kube-scheduler and kube-proxy for the real-node tier (tests/testsupport/realnode.py), built once
 # like the control plane; only where that tier can run (root).
@@ -45,7 +47,25 @@ typecheck:
 pytest:
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
-test: install control-plane node-binaries images fault-proxy lint typecheck pytest
+# The oldest Kubernetes minor the chart accepts (Chart.yaml's kubeVersion) and docs/install.md claims:
+# after the whole suite on the pinned version, the tests of everything the operator and the chart ask of
+# the API server (CRD schema and CEL rules, RBAC, the garbage collector, Pod Security, helm install,
+# upgrade and uninstall, recovery on the real API server) run again on a control plane of this version.
+COMPAT_KUBE_VERSION ?= v1.30.14
+COMPAT_TESTS = tests/integration/compat \
+	tests/integration/operator/test_spec_validation.py tests/integration/operator/test_ready_condition.py \
+	tests/integration/operator/test_escalation_probe.py tests/integration/operator/test_two_namespaces.py \
+	tests/integration/operator/test_failure_reasons.py tests/integration/operator/test_replicas.py \
+	tests/integration/operator/test_ownership.py tests/integration/operator/test_lost_launch_real.py \
+	tests/integration/operator/test_decisions_real.py tests/integration/operator/test_pod_template.py \
+	tests/integration/chart/test_helm_install_real.py tests/integration/chart/test_crd_upgrade.py \
+	tests/integration/chart/test_uninstall_real.py tests/integration/chart/test_operator_boots_from_chart.py \
+	tests/integration/chart/test_crd_explain.py
+
+pytest-compat:
+	AGENTIHOOKS_KUBE_VERSION=$(COMPAT_KUBE_VERSION) $(PYTHON) -m pytest $(COMPAT_TESTS)
+
+test: install control-plane node-binaries images fault-proxy lint typecheck pytest pytest-compat
 
 bench:
 	@for b in bench/*.py; do echo "== $$b"; $(PYTHON) $$b || exit 1; done

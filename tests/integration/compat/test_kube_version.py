@@ -29,3 +29,19 @@ def test_the_api_server_is_the_version_asked_for(control_plane: ControlPlane) ->
     with control_plane.client() as http:
         served = http.get("/version").json()
     assert served["gitVersion"] == wanted, served
+
+
+def _makefile(name: str) -> str:
+    found = re.search(rf"^{name} \??= (\S+)$", (REPO / "Makefile").read_text(), re.MULTILINE)
+    assert found, f"the Makefile no longer sets {name}"
+    return found.group(1)
+
+
+def test_the_compatibility_tier_is_the_oldest_minor_the_chart_accepts_and_the_docs_claim() -> None:
+    compat = _makefile("COMPAT_KUBE_VERSION")
+    minor = ".".join(compat.lstrip("v").split(".")[:2])
+    chart = (REPO / "charts" / "agentihooks-recovery" / "Chart.yaml").read_text()
+    assert f'kubeVersion: ">={minor}.0-0"' in chart, "Chart.yaml's floor is not the tier's minor"
+    install = (REPO / "docs" / "install.md").read_text()
+    assert f"| {minor} | tested" in install, f"docs/install.md does not list {minor} as tested"
+    assert compat in install, f"docs/install.md does not name the tier's version {compat}"
