@@ -31,6 +31,7 @@ import os
 import random
 import re
 import secrets
+import signal
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -700,6 +701,10 @@ async def run_campaign(settings: Settings, plane: Any, helm: Any, workdir: Path)
             await cluster.close()
 
 
+def _interrupted(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
     """The command: a control plane of its own, one campaign, the checker's verdict (exit 1 on any
     violation; the seed is printed first so a failure can be replayed)."""
@@ -729,6 +734,7 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
         wait_replicas=args.wait_replicas,
     )
     work = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
+    signal.signal(signal.SIGTERM, _interrupted)  # unwinds like Ctrl-C: all it started is stopped
     print(
         f"campaign seed {args.seed}: {args.minutes} min, {args.replicas} replicas, work in {work}", flush=True
     )
