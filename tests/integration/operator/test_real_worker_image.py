@@ -18,7 +18,11 @@ seat in that image on the real kubelet, under the security context it asks for.
 The second case is native resume inside containers, with nobody deciding: the real Claude Code holds
 a conversation in the first container, the worker captures it through the controller, an endless
 reply makes the kernel kill that container, and the replacement resumes the same session natively
-(its first request carries the earlier turns). The seat's project is cloned from a ``git daemon`` on
+(its first request carries the earlier turns). The same case runs the real Codex: it holds its conversation
+in the first container and is captured the same way, but it gives up on the endless reply and exits
+1 instead of growing to the limit; that is the agent's own failure (``application_exit``), so the
+master's ``resume`` brings the replacement, which restores Codex's session natively and its first
+request carries the earlier turns. The seat's project is cloned from a ``git daemon`` on
 the node address; found this way: ``seats[].repository`` never reached the worker on a real Pod
 (no ``AGENTIHOOKS_PROJECT_REMOTES``), so a worker without a checked-out repository captured nothing.
 """
@@ -37,7 +41,7 @@ import pytest
 from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
-from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY
+from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY, DUMMY_OPENAI_KEY
 from testsupport.checkpoints import make_repo
 from testsupport.images import project_images
 from testsupport.kube import eventually, operator_process, running_operator
@@ -150,15 +154,16 @@ def _verified(log: str) -> list[dict[str, Any]]:
     return [json.loads(ln.split(" ", 3)[-1]) for ln in log.splitlines() if "restore_verified" in ln]
 
 
-async def _account(cluster: Cluster, name: str, api: ModelApi) -> None:
+async def _account(cluster: Cluster, name: str, api: ModelApi, harness: str = "claude") -> None:
     """The provider account, as a user gives it: a Secret the Swarm names (the operator copies it
-    into each attempt's own credential Secret, which the real kubelet mounts)."""
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name},
-        "stringData": {"ANTHROPIC_API_KEY": DUMMY_ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": api.base_url},
-    }
+    into each attempt's own credential Secret, which the real kubelet mounts). Codex's provider is
+    its ``config.toml`` file (mounted, then copied into ``$CODEX_HOME`` by the worker)."""
+    data = (
+        {"ANTHROPIC_API_KEY": DUMMY_ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": api.base_url}
+        if harness == "claude"
+        else {"OPENAI_API_KEY": DUMMY_OPENAI_KEY, "config.toml": api.codex_config()}
+    )
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data}
     r = await cluster.http.post(f"/api/v1/namespaces/{cluster.namespace}/secrets", json=secret)
     assert r.status_code == 201, r.text
 
@@ -238,7 +243,16 @@ async def _ended(cluster: Cluster, path: str) -> dict[str, Any] | None:
     return _terminated(await cluster.get(path)) or None
 
 
+#: Each harness's command and a read-only tool it runs without asking.
+HARNESSES = {
+    "claude": (["claude", "-p", FIRST_TURN], ToolCall("Read", {"file_path": "/etc/hostname"})),
+    "codex": (["codex", "exec", FIRST_TURN], ToolCall("get_goal", {})),
+}
+
+
+@pytest.mark.parametrize("harness", sorted(HARNESSES))
 async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel_kills_it(
+    harness: str,
     cluster: Cluster,
     real_node: Any,
     worker_ref: str,
@@ -266,13 +280,15 @@ async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel
         "AGENTIHOOKS_CHECKPOINT_ROOT": str(root),  # the controller's own store
     }
     release = threading.Event()
-    script = [Reply("ack 1", ToolCall("Read", {"file_path": "/etc/hostname"})), Flood(release), HOLD]
+    command, tool = HARNESSES[harness]
+    script = [Reply("ack 1", tool), Flood(release), HOLD]
     with ModelApi(script, host=NODE_IP) as api:
-        await _account(cluster, "native-account", api)
+        await _account(cluster, "native-account", api, harness)
         spec = swarm_spec()
         spec["image"] = worker_ref
         spec["harness"]["credentials"] = {"secretName": "native-account"}
-        spec["harness"]["command"] = ["claude", "-p", FIRST_TURN]
+        spec["harness"]["name"] = harness
+        spec["harness"]["command"] = command
         spec["seats"][0]["project"] = "local:app"
         spec["seats"][0]["repository"] = git_url  # the worker clones it: captures need a repository
         spec["checkpointStore"] = {"remote": True}
@@ -308,19 +324,24 @@ async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel
             except AssertionError as e:
                 raise AssertionError(diagnose(real_node, await cluster.get(path))) from e
             first_log = await asyncio.to_thread(_container_log, real_node.root, first["metadata"]["name"])
-            assert record.reason == "oom_killed", (
+            # Claude Code keeps the endless reply until the kernel kills it; Codex gives up on it and
+            # exits 1, which is the agent's own failure: resumed natively once the master says so.
+            expected = "oom_killed" if harness == "claude" else "application_exit"
+            assert record.reason == expected, (
                 record,
                 _terminated(await cluster.get(path)),
-                first_log[-2000:],
+                first_log[-4000:],
             )
             assert record.native_session == checkpoint.native_session_id
+            if expected == "application_exit":
+                assert choose(redis_url, "native", lost, "resume")
 
-            second = await replacement(cluster, "native", 2)  # nobody chose: the operator did
+            second = await replacement(cluster, "native", 2)  # for Claude Code nobody chose: the operator did
             launch = await launch_record(cluster, eid(second))
             assert launch.restore is not None and launch.restore.recovery is Continuity.NATIVE
 
             def resumed() -> Any:
-                held = [q for q in api.snapshot() if q.path == "/v1/messages" and q.held]
+                held = [q for q in api.snapshot() if q.held]  # /v1/messages or /v1/responses
                 return held[-1] if len(held) >= 1 and "ack 1" in held[-1].text else None
 
             request = await eventually(lambda: _found(resumed()), timeout=180, what="the resumed request")
