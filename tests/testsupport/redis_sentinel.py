@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
 import redis
@@ -116,6 +115,19 @@ class RedisSentinelProcesses:
         """SIGKILL the current primary (no shutdown, no last flush)."""
         self.primary.stop(kill=True)
 
+    def primary_ports(self) -> set[int]:
+        """The primary's port as each Sentinel that answers names it (one port once all agree)."""
+        ports = set()
+        for port in self.sentinel_ports:
+            try:
+                with redis.Redis(port=port, socket_timeout=1) as c:
+                    found = c.sentinel_get_master_addr_by_name(MASTER)
+            except redis.RedisError:
+                continue
+            if found:
+                ports.add(int(found[1]))
+        return ports
+
     def promoted(self) -> RedisServer | None:
         """The replica the Sentinels name as the primary now, if one is."""
         port = self.primary_port()
@@ -173,29 +185,33 @@ class RedisSentinelProcesses:
 
 
 def agreed_primary(sentinel: redis.sentinel.Sentinel, timeout: float, name: str = MASTER) -> redis.Redis:
-    """A client of the primary a majority of the Sentinels name, which also says it is one.
+    """A client of the primary the Sentinels' newest configuration names, which also says it is one.
 
     For an observer that must never read from the wrong server. ``Sentinel.master_for`` takes the
-    first Sentinel's answer: right after a failover the old primary is started again with its old data
-    and answers as a primary until the Sentinels turn it into a replica, and a Sentinel that has not
-    caught up with the failover yet still names it. Read there, the fault campaign once saw every
-    lease epoch go back by 11 for a fifth of a second (seed 2, 6 Dec 2026): the observer's error, not
-    the product's, whose writes there find no replica and fail their ``WAIT``. Raises
-    ``redis.ConnectionError`` when no majority agrees or the named server is not a primary."""
-    votes: Counter[tuple[str, int]] = Counter()
+    first Sentinel's answer, and even a majority can be behind: right after a failover the old
+    primary is started again (empty: no persistence here) and answers as a primary until the
+    Sentinels turn it into a replica, while Sentinels that have not yet heard of the failover still
+    name it. Read there, the fault campaign saw every lease epoch go back for a fifth of a second
+    (by 11 in seed 2, to 0 in seed 3, 6 Dec 2026): the observer's error, not the product's, whose
+    writes there find no replica and fail their ``WAIT``. Sentinel's own rule decides: the answer
+    with the highest ``config-epoch`` (the last failover) wins, and a primary a Sentinel holds down
+    or is failing over is no answer. Raises ``redis.ConnectionError`` when none is left."""
+    best: tuple[int, str, int] | None = None
     for s in sentinel.sentinels:
         try:
-            found = s.sentinel_get_master_addr_by_name(name)
+            state = s.sentinel_master(name)
         except redis.RedisError:
             continue
-        if found:
-            host = found[0].decode() if isinstance(found[0], bytes) else str(found[0])
-            votes[(host, int(found[1]))] += 1
-    if not votes:
-        raise redis.ConnectionError("no Sentinel named a primary")
-    (host, port), count = votes.most_common(1)[0]
-    if count * 2 <= len(sentinel.sentinels):
-        raise redis.ConnectionError(f"no majority of the Sentinels names one primary: {dict(votes)}")
+        if not state.get("is_master") or state.get("is_sdown") or state.get("is_odown"):
+            continue
+        if "failover" in str(state.get("flags", "")):
+            continue
+        seen = (int(state.get("config-epoch", 0)), str(state["ip"]), int(state["port"]))
+        if best is None or seen[0] > best[0]:
+            best = seen
+    if best is None:
+        raise redis.ConnectionError("no Sentinel names a primary it holds up")
+    _, host, port = best
     kwargs = {**sentinel.connection_kwargs, "socket_timeout": timeout}
     client = redis.Redis(host=host, port=port, **kwargs)
     role = client.role()
