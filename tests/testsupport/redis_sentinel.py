@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import redis
-import redis.sentinel
 
 from .processes import title_mark
 from .redis_server import RedisServer, free_port, redis_binary
@@ -115,19 +114,6 @@ class RedisSentinelProcesses:
         """SIGKILL the current primary (no shutdown, no last flush)."""
         self.primary.stop(kill=True)
 
-    def primary_ports(self) -> set[int]:
-        """The primary's port as each Sentinel that answers names it (one port once all agree)."""
-        ports = set()
-        for port in self.sentinel_ports:
-            try:
-                with redis.Redis(port=port, socket_timeout=1) as c:
-                    found = c.sentinel_get_master_addr_by_name(MASTER)
-            except redis.RedisError:
-                continue
-            if found:
-                ports.add(int(found[1]))
-        return ports
-
     def promoted(self) -> RedisServer | None:
         """The replica the Sentinels name as the primary now, if one is."""
         port = self.primary_port()
@@ -182,40 +168,3 @@ class RedisSentinelProcesses:
         for replica in self.replicas:
             replica.stop()
         self.primary.stop()
-
-
-def agreed_primary(sentinel: redis.sentinel.Sentinel, timeout: float, name: str = MASTER) -> redis.Redis:
-    """A client of the primary the Sentinels' newest configuration names, which also says it is one.
-
-    For an observer that must never read from the wrong server. ``Sentinel.master_for`` takes the
-    first Sentinel's answer, and even a majority can be behind: right after a failover the old
-    primary is started again (empty: no persistence here) and answers as a primary until the
-    Sentinels turn it into a replica, while Sentinels that have not yet heard of the failover still
-    name it. Read there, the fault campaign saw every lease epoch go back for a fifth of a second
-    (by 11 in seed 2, to 0 in seed 3, 6 Dec 2026): the observer's error, not the product's, whose
-    writes there find no replica and fail their ``WAIT``. Sentinel's own rule decides: the answer
-    with the highest ``config-epoch`` (the last failover) wins, and a primary a Sentinel holds down
-    or is failing over is no answer. Raises ``redis.ConnectionError`` when none is left."""
-    best: tuple[int, str, int] | None = None
-    for s in sentinel.sentinels:
-        try:
-            state = s.sentinel_master(name)
-        except redis.RedisError:
-            continue
-        if not state.get("is_master") or state.get("is_sdown") or state.get("is_odown"):
-            continue
-        if "failover" in str(state.get("flags", "")):
-            continue
-        seen = (int(state.get("config-epoch", 0)), str(state["ip"]), int(state["port"]))
-        if best is None or seen[0] > best[0]:
-            best = seen
-    if best is None:
-        raise redis.ConnectionError("no Sentinel names a primary it holds up")
-    _, host, port = best
-    kwargs = {**sentinel.connection_kwargs, "socket_timeout": timeout}
-    client = redis.Redis(host=host, port=port, **kwargs)
-    role = client.role()
-    if not role or role[0] not in (b"master", "master"):
-        client.close()
-        raise redis.ConnectionError(f"{host}:{port}, named by the Sentinels, is not a primary ({role[:1]})")
-    return client

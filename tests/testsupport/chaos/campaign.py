@@ -50,7 +50,7 @@ from ..faultproxy import FaultProxy, Redirects
 from ..node import RealKubelet
 from ..processes import owned_run
 from ..realcluster import RealCluster
-from ..redis_sentinel import RedisSentinelProcesses, agreed_primary
+from ..redis_sentinel import MASTER, RedisSentinelProcesses
 from .checker import Violation, check
 from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, SeatState, Write, dump
 from .nemesis import Links, Nemesis, Replica
@@ -362,7 +362,7 @@ class Campaign:
 
     def _waiting(self, swarm: str) -> list[tuple[str, str]]:
         """Fenced attempts whose decision is still pending, oldest first."""
-        client = agreed_primary(self.sentinel, 1)
+        client = self.sentinel.master_for(MASTER, socket_timeout=1)
         keys = self.keys[swarm]
         fences = client.hgetall(keys.attempt_fences)
         recoveries = client.hgetall(keys.attempt_recoveries)
@@ -465,7 +465,7 @@ class Campaign:
                 self.entries[i] = e.model_copy(update={"takeovers": n, "confirmed": held})
 
     def _owners(self) -> dict[str, tuple[str | None, int]]:
-        client = agreed_primary(self.sentinel, 1)
+        client = self.sentinel.master_for(MASTER, socket_timeout=1)
         out = {}
         for swarm, keys in self.keys.items():
             raw, epoch = client.get(keys.control_owner), client.get(keys.control_epoch)
@@ -475,7 +475,7 @@ class Campaign:
 
     async def _final(self) -> None:
         pods = await self.cluster.pods()
-        client = agreed_primary(self.sentinel, 2)
+        client = self.sentinel.master_for(MASTER, socket_timeout=2)
         for swarm in self.names:
             fences, decided, seats = self._states(swarm, pods, client)
             for eid, f in fences.items():
@@ -520,7 +520,7 @@ class Campaign:
             if settled is None:
                 with contextlib.suppress(httpx.HTTPError, redis.RedisError):
                     pods = await self.cluster.pods()
-                    client = agreed_primary(self.sentinel, 1)
+                    client = self.sentinel.master_for(MASTER, socket_timeout=1)
                     states = [await asyncio.to_thread(self._states, n, pods, client) for n in self.names]
                     if all(s.live or s.pending_decision for _, _, seats in states for s in seats.values()):
                         settled = loop.time() - start

@@ -234,10 +234,9 @@ class Nemesis:
         server = next(s for s in self._servers() if s.port == port)
         await asyncio.to_thread(server.stop, kill=True)
         await asyncio.sleep(self.rng.uniform(1.0, 4.0))
-        # started again only once every Sentinel names another primary: an empty old primary (no
-        # persistence here) answering as primary to a Sentinel that has not heard of the failover
-        # yet would be taken for the primary by whoever asks that Sentinel
-        await self._until(lambda: port not in self.redis.primary_ports())
+        # started again only once the Sentinels name another primary: an empty old primary (no
+        # persistence here) answering as primary before the failover would lose every write
+        await self._until(lambda: self.redis.primary_port() != port)
         await asyncio.to_thread(server.start)  # it rejoins; the Sentinels make it a replica
         await self._until(lambda: _synced(server.port))
 
