@@ -243,22 +243,7 @@ def _cli(control_url: str, *args: str, until_published: bool = False) -> dict[st
     answers ``unknown swarm`` until its first pass publishes the Swarm; that answer is ``{}`` here,
     so a poll goes on (a clean-clone CI run asked before the first pass); so is a connection the
     Service cannot route yet."""
-    res = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "agentihooks"),
-            "--control-url",
-            control_url,
-            "--token",
-            TOKEN,
-            *args,
-            "-o",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    res = _agentihooks("--control-url", control_url, "--token", TOKEN, *args, "-o", "json")
     if until_published and res.returncode == 1 and res.stderr.startswith("error: unknown swarm"):
         return {}
     # While a Service moves to a new operator Pod, kube-proxy may still send a connection to the old
