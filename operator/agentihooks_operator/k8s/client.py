@@ -51,6 +51,20 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _VERBS = {"POST": "create", "PATCH": "patch", "DELETE": "delete", "PUT": "update"}
 
 
+def _unsent(error: BaseException) -> bool:
+    """Whether a transport failure happened before the request could leave: no connection was made
+    (refused, no route, the name did not resolve, the connect timed out)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, (urllib3.exceptions.ConnectTimeoutError, ConnectionRefusedError)):
+            return True
+        if isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
+            cause = cause.reason
+            continue
+        return False
+    return False
+
+
 def path_for(resource: str, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
     """``pods`` → ``/api/v1/namespaces/<ns>/pods[/<name>[/<sub>]]``; ``group/version/plural`` for others."""
     base = CORE if "/" not in resource else "/apis/" + resource.rsplit("/", 1)[0]
@@ -344,6 +358,7 @@ class KubeClient:
         """
         started = self._clock()
         attempt = 0
+        reached = False  # whether any try may have taken effect (see ApiError.maybe_applied)
         while True:
             attempt += 1
             retry_after: float | None = None
@@ -353,8 +368,11 @@ class KubeClient:
                 status, headers, raw, http_reason = self._send(method, path, body, content_type, query)
             except (urllib3.exceptions.HTTPError, ApiException, ConfigException, OSError) as e:
                 if isinstance(e, ApiException) and "CERTIFICATE_VERIFY_FAILED" in str(e.reason):
-                    raise ApiError(0, method, path, "TLS verification failed") from e
-                failure = ApiError(0, method, path, f"transport error: {type(e).__name__}")
+                    raise ApiError(0, method, path, "TLS verification failed", maybe_applied=reached) from e
+                reached = reached or not _unsent(e)
+                failure = ApiError(
+                    0, method, path, f"transport error: {type(e).__name__}", maybe_applied=reached
+                )
                 cause: BaseException | None = e
             else:
                 if status < 400:
@@ -364,7 +382,10 @@ class KubeClient:
                         raise ApiError(status, method, path, "the answer is not JSON") from e
                 failure = api_error(status, method, path, raw, http_reason)
                 if status not in RETRY_STATUSES:
+                    failure.maybe_applied = reached
                     raise failure
+                reached = reached or status != 429
+                failure.maybe_applied = reached
                 retry_after = retry_after_seconds(_header(headers, "Retry-After"))
                 cause = None
             wait = self._retries.delay(attempt, retry_after)

@@ -11,9 +11,22 @@ class ApiError(OperatorError):
     ``reason`` is the Status reason (``Forbidden``, ``AlreadyExists``...) or the
     HTTP phrase; ``message`` the API server's own explanation (for a 403 it
     names the verb, the resource and the namespace), empty when it gave none.
+
+    ``maybe_applied`` is False only when no send of the call can have taken effect: every try
+    failed before a connection was made, or was throttled (429). A create that fails that way
+    certainly created nothing, which a launch may act on; any other failure may have.
     """
 
-    def __init__(self, status: int, method: str, path: str, reason: str, message: str = "") -> None:
+    def __init__(
+        self,
+        status: int,
+        method: str,
+        path: str,
+        reason: str,
+        message: str = "",
+        *,
+        maybe_applied: bool = True,
+    ) -> None:
         text = f"{method} {path} failed: {status} {reason}"
         super().__init__(f"{text}: {message}" if message else text)
         self.status = status
@@ -21,6 +34,7 @@ class ApiError(OperatorError):
         self.path = path
         self.reason = reason
         self.message = message
+        self.maybe_applied = maybe_applied
 
 
 class AccessDenied(ApiError):

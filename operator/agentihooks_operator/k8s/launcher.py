@@ -209,8 +209,15 @@ class KubernetesLauncher:
             side: Future[Any] = self._pool.submit(carry(self._put_secret, secret))
             try:
                 result = self._create_pod(pod)
-            finally:
+            except LaunchBlocked:
+                # No Pod was made: whatever became of the Secret, a resend reuses it (``_put_secret``).
+                with contextlib.suppress(Exception):
+                    side.result()
+                raise
+            except BaseException:
                 side.result()
+                raise
+            side.result()
         log.info(
             "attempt %s (seat %s, generation %d): pod %s",
             plan.execution_id,
@@ -270,7 +277,8 @@ class KubernetesLauncher:
 
     def _create_pod(self, pod: dict[str, Any]) -> Literal["created", "exists"]:
         """Create the Pod; a refusal by admission (Pod Security, quota, validation) is :class:`LaunchBlocked`
-        with the API server's words. An RBAC refusal stays an :class:`ApiError` (the pass reports it)."""
+        with the API server's words, and so is a create that certainly never reached the API server. An
+        RBAC refusal stays an :class:`ApiError` (the pass reports it)."""
         try:
             return self._create("pods", pod)
         except ApiError as e:
@@ -278,6 +286,15 @@ class KubernetesLauncher:
                 said = e.message or e.reason
                 raise LaunchBlocked(
                     f"the API server refused the worker Pod: {said}", reason="admission"
+                ) from e
+            if e.status in (0, 429) and not e.maybe_applied:
+                # Certainly not created (no try reached the server, or each was throttled): the journal
+                # says so, and the next pass sends the launch again instead of reading the Secret that
+                # may have been created beside it as a sign that the Pod was made and lost.
+                raise LaunchBlocked(
+                    f"the API server could not be reached to create the worker Pod ({e.reason}); "
+                    "nothing was created, the launch is sent again",
+                    reason="api_unavailable",
                 ) from e
             raise
 

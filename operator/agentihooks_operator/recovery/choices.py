@@ -2,7 +2,10 @@
 
 A choice is accepted once per fenced attempt. Repeating the accepted choice
 returns the stored decision and admits nothing; any other choice, or a choice
-for an attempt that is not waiting, is refused with the spec's message.
+for an attempt that is not waiting, is refused with the spec's message. A
+recorded request that reaches a pass after its attempt was fenced but before
+the decision step wrote that the attempt waits (another thread of the same
+controller is between the two) is kept for a later pass, not refused.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ import time
 from ..swarm import SwarmSpec
 from .context import Ctx
 from .deciding import accept, result_of
-from .errors import NO_CHECKPOINT, NOT_PENDING, InvalidInput, RecoveryRefused
+from .errors import NO_CHECKPOINT, NOT_PENDING, InvalidInput, NotDecidedYet, RecoveryRefused
 from .models import EXECUTION_RE, Choice, DecisionResult, PassReport, Refusal
 from .reads import Snapshot, one
-from .records import DecisionRecord
+from .records import DecisionRecord, RecoveryRequest
 
 log = logging.getLogger("agentihooks.recovery")
 
 CHOICES = ("resume", "fresh")
+#: How long a recorded request for a fenced, not yet decided attempt is kept for later passes.
+KEEP_UNDECIDED_MS = 300_000
 
 
 def check_choice(execution_id: str, choice: str) -> None:
@@ -46,6 +51,8 @@ def apply_choice(
         raise InvalidInput("decided_by must name the operator or a master agent")
     att, _ = one(ctx.w, execution_id)
     fence, decision, record = att.fence, att.decision, att.record
+    if fence is not None and record is not None and decision is None:
+        raise NotDecidedYet(NOT_PENDING, reason="not_pending")
     if fence is None or decision is None or record is None:
         raise RecoveryRefused(NOT_PENDING, reason="not_pending")
     if decision.mode != "recovery_pending":
@@ -93,6 +100,7 @@ def apply_requests(ctx: Ctx, spec: SwarmSpec, snap: Snapshot, report: PassReport
     )
     drop: list[str] = []
     counts: list[str] = []
+    now = ctx.now_ms()
     for field, req in ordered:
         try:
             result = apply_choice(ctx, req.execution_id, req.choice, req.agent, spec)
@@ -100,16 +108,27 @@ def apply_requests(ctx: Ctx, spec: SwarmSpec, snap: Snapshot, report: PassReport
                 report.decisions.append(result)
                 if result.replacement:
                     report.launches.append(result.replacement)
-        except (RecoveryRefused, InvalidInput) as e:
-            reason = e.message if isinstance(e, RecoveryRefused) else str(e)
-            log.warning("controller: the recovery request for %s was refused: %s", req.execution_id, reason)
-            report.refusals.append(
-                Refusal(execution_id=req.execution_id, choice=req.choice, agent=req.agent, reason=reason)
-            )
-            code = e.reason if isinstance(e, RecoveryRefused) else "invalid_input"
-            counts.append(f"refusals_by_reason:{code}")
+        except NotDecidedYet as e:
+            # Posted once the fence was visible, read before the decision was written: a later pass
+            # applies it (for a bounded time; then it is refused like any other).
+            if now - (req.recorded_at_ms or 0) < KEEP_UNDECIDED_MS:
+                continue
+            _refused(req, e.message, e.reason, report, counts)
+        except RecoveryRefused as e:
+            _refused(req, e.message, e.reason, report, counts)
+        except InvalidInput as e:
+            _refused(req, str(e), "invalid_input", report, counts)
         drop.append(field)
-    ctx.w.run("marks", {"drop": drop, "counts": counts})
+    if drop:
+        ctx.w.run("marks", {"drop": drop, "counts": counts})
+
+
+def _refused(req: RecoveryRequest, reason: str, code: str, report: PassReport, counts: list[str]) -> None:
+    log.warning("controller: the recovery request for %s was refused: %s", req.execution_id, reason)
+    report.refusals.append(
+        Refusal(execution_id=req.execution_id, choice=req.choice, agent=req.agent, reason=reason)
+    )
+    counts.append(f"refusals_by_reason:{code}")
 
 
 def request_field(execution_id: str, choice: str) -> str:

@@ -31,6 +31,12 @@ class RecoveryRefused(RecoveryError):
         self.reason = reason or message
 
 
+class NotDecidedYet(RecoveryRefused):
+    """A choice for an attempt that is fenced but whose decision step has not run yet (another thread
+    of this controller is between the two). Answered like any choice that finds nothing pending; a
+    recorded request is kept for a later pass instead of being dropped."""
+
+
 class LeaseLost(RecoveryError):
     """This controller does not hold the swarm's lease (or its epoch moved on); nothing was written."""
 

@@ -189,7 +189,7 @@ def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
     """A refused launch: it stays ``unknown`` (a later pass observes, then sends it again once its
     backoff ran out, :mod:`.launchwait`); the journal says why and when it is tried next."""
     eid = record.execution_id
-    wait = ctx.waits.blocked(eid, ctx.spec_key)
+    wait = ctx.waits.blocked(eid, ctx.spec_key, grow=e.reason != "api_unavailable")
     answer = ctx.w.run(
         "blocked",
         {
@@ -203,9 +203,10 @@ def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
     )
     if answer.get("changed"):
         log.warning(
-            "recovery of swarm %s: launch of %s blocked: %s; tried again in %.1f s, then less often",
+            "recovery of swarm %s: launch of %s blocked: %s; tried again in %.1f s%s",
             ctx.label,
             eid,
             e.message,
             wait,
+            "" if e.reason == "api_unavailable" else ", then less often",
         )

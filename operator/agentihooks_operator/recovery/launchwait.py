@@ -58,12 +58,16 @@ class LaunchWaits:
         self.base = spec.recovery.pass_interval_seconds
         self.cap = CAP_INTERVALS * self.base
 
-    def blocked(self, execution_id: str, spec: str) -> float:
-        """Note one more refused try of ``execution_id``'s launch; returns the seconds it now waits."""
+    def blocked(self, execution_id: str, spec: str, *, grow: bool = True) -> float:
+        """Note one more refused try of ``execution_id``'s launch; returns the seconds it now waits.
+
+        ``grow=False`` (the API server was unreachable: nobody has to fix anything, it comes back by
+        itself) keeps the wait at about one pass interval, so the launch goes out soon after it is back.
+        """
         with self._lock:
             prev = self._waits.get(execution_id)
             tries = prev.tries + 1 if prev is not None else 1
-            delay = Backoff(self.base, self.cap).delay(tries)
+            delay = Backoff(self.base, self.cap).delay(tries if grow else 1)
             self._waits[execution_id] = _Wait(tries, self.clock() + delay, spec)
             self._prune()
             return delay

@@ -1,7 +1,8 @@
 """A launch whose answer was lost, on the real API server and real Redis, with the operator's launcher
 and identity: its Pod deleted before any pass confirmed it is never created again, even by a replica
 that never watched it (its Secret, sent beside the Pod, is the evidence); while a launch that was
-refused (a quota: its Secret made, its Pod not) is sent again once the quota allows it."""
+refused (a quota: its Secret made, its Pod not) is sent again once the quota allows it, and so is one
+whose Pod create never reached the API server."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Literal
 import pytest
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
+from agentihooks_operator.k8s.client import KubeClient, Retries
 from agentihooks_operator.k8s.launcher import KubernetesLauncher
 from agentihooks_operator.k8s.pods import Owner, pod_name
 from agentihooks_operator.recovery import AttemptObservation, LaunchPlan, Recovery
@@ -147,3 +149,64 @@ async def test_a_launch_refused_by_a_quota_is_sent_again_once_allowed(
     assert _launch_entry(r, eid)["status"] == "ok"
     await asyncio.to_thread(r.reconcile, spec, [])
     assert cluster.created("pods", pod_name(eid)) == 1
+
+
+class PodsUnreachable:
+    """The operator's client, except that Pod creates go to a loopback port nobody listens on: a real
+    refused connection on every try, while the Secret beside the Pod reaches the API server."""
+
+    def __init__(self, real: KubeClient) -> None:
+        self.real = real
+        self.dead = KubeClient(
+            "https://127.0.0.1:9", token="unused", retries=Retries(tries=3, base_delay=0.01)
+        )
+        self.down = True
+
+    def create(self, resource: str, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        via = self.dead if self.down and resource == "pods" else self.real
+        return via.create(resource, namespace, body)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+async def test_a_pod_create_that_never_reached_the_api_server_is_sent_again_not_counted_lost(
+    cluster: Cluster, redis_url: str
+) -> None:
+    """Its Secret was made (sent beside it) but the Pod's create never left this process: the launch
+    is blocked (``api_unavailable``), not taken for made-then-lost, and the next pass creates the same
+    attempt's Pod, once. Before, the Secret alone read as "made and lost": the attempt was fenced and
+    the seat waited for a second decision after an API-server restart (found by a CI run)."""
+    ns = cluster.namespace
+    spec = SwarmSpec.model_validate(swarm_spec(automation=False))
+    kube = PodsUnreachable(cluster.operator_client())
+    owner = Owner(name="example", namespace=ns, uid=None, controller="op-a")
+    launcher = KubernetesLauncher(kube, owner, lambda: spec)  # type: ignore[arg-type]
+    r = Recovery(
+        redis.Redis.from_url(redis_url),
+        "example",
+        holder="op-a",
+        catalog=EmptyCatalog(),
+        launcher=launcher,
+        namespace=ns,
+        lease_ms=2000,
+    )
+    assert await asyncio.to_thread(r.acquire)
+    assert await asyncio.to_thread(r.ensure_seats, spec) == []  # blocked, not failed
+    eid = r.current_execution("eng-1")
+    assert eid is not None
+    entry = _launch_entry(r, eid)
+    assert entry["status"] == "unknown" and entry["reason"] == "api_unavailable", entry
+    assert "could not be reached" in entry["detail"] and not entry.get("inflight")
+    assert await cluster.get(f"/api/v1/namespaces/{ns}/secrets/{pod_name(eid)}-credential") is not None
+    assert cluster.created("pods", pod_name(eid)) == 0
+
+    kube.down = False  # the API server is back
+    r._ctx.waits.clock = lambda: 1e12  # its (short) wait ran out
+    await asyncio.to_thread(r.reconcile, spec, [])
+    assert r.current_execution("eng-1") == eid, "the same attempt is launched, no generation is lost"
+    assert cluster.created("pods", pod_name(eid)) == 1
+    assert _launch_entry(r, eid)["status"] == "ok"
+    await asyncio.to_thread(r.reconcile, spec, [])
+    assert cluster.created("pods", "swarm-") == 1
+    launcher.close()

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from agentihooks_checkpoint.catalog import EmptyCatalog
-from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING, InvalidInput, RecoveryRefused
+from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING, InvalidInput, RecoveryRefused, choices
 from testsupport.recovery import dump_keys, observe
 
 
@@ -141,6 +141,66 @@ def test_bad_input_is_named_and_changes_nothing(make, client, execution_id, choi
             execution_id, choice, ""
         )
     assert dump_keys(client) == before
+
+
+def test_a_request_read_between_the_fence_and_the_decision_is_kept_for_a_later_pass(  # type: ignore[no-untyped-def]
+    make, client, spec, launcher, caplog
+) -> None:
+    """The event path has fenced the attempt and not yet written that it waits; the master, seeing the
+    fence, records a choice, and a pass of another thread reads it in between. It used to be refused
+    ("no recovery decision is pending") and dropped, and the seat waited for a choice already given
+    (found by a CI run on the real control plane). Now that pass keeps it and the next one applies it."""
+    caplog.set_level(logging.WARNING, logger="agentihooks.recovery")
+    during: list[object] = []
+
+    def meanwhile(point: str) -> None:
+        if point == "after:fence" and not during:
+            assert r.record_request(eid, "fresh", "master@example-1")
+            during.append(r.reconcile(spec, obs))  # the attempt is the event path's: skipped
+
+    r = make(faults=meanwhile)
+    eid = r.ensure_seats(spec)[0].execution_id
+    r.pause()  # the decision waits for a choice
+    obs = observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"})
+    report = r.recover_one(spec, obs[0])
+    assert report is not None and report.fenced == [eid]
+    [meantime] = during
+    assert meantime.refusals == [] and meantime.decisions == []  # type: ignore[attr-defined]
+    assert client.hlen(r.keys.recovery_requests) == 1, "the request was dropped"
+    assert r.awaiting_execution("eng-1") == eid
+    assert not [m for m in caplog.messages if "was refused" in m]
+
+    later = r.reconcile(spec, obs)
+    assert [d.mode for d in later.decisions] == ["fresh"]
+    assert client.hlen(r.keys.recovery_requests) == 0
+    replacement = later.decisions[0].replacement
+    assert dict(launcher.created) == {eid: 1, replacement: 1}
+    r.reconcile(spec, obs)
+    assert dict(launcher.created) == {eid: 1, replacement: 1}
+
+
+def test_a_request_for_an_attempt_left_undecided_is_refused_once_it_has_waited_long_enough(  # type: ignore[no-untyped-def]
+    make, client, spec, launcher, monkeypatch
+) -> None:
+    """The wait is bounded: a fenced attempt whose decision step never comes does not keep a request
+    forever (here the bound is 0: the first pass past it refuses and drops the request)."""
+    monkeypatch.setattr(choices, "KEEP_UNDECIDED_MS", 0)
+    held: list[object] = []
+
+    def meanwhile(point: str) -> None:
+        if point == "after:fence" and not held:
+            assert r.record_request(eid, "fresh", "master@example-1")
+            held.append(r.reconcile(spec, obs))
+
+    r = make(faults=meanwhile)
+    eid = r.ensure_seats(spec)[0].execution_id
+    r.pause()
+    obs = observe([(eid, "eng-1", 1)], failed={eid: "oom_killed"})
+    r.recover_one(spec, obs[0])
+    [refused] = held
+    assert [x.reason for x in refused.refusals] == [NOT_PENDING]  # type: ignore[attr-defined]
+    assert client.hlen(r.keys.recovery_requests) == 0
+    assert dict(launcher.created) == {eid: 1}
 
 
 def test_recorded_requests_apply_on_the_next_pass_then_drop(make, client, spec, caplog) -> None:  # type: ignore[no-untyped-def]

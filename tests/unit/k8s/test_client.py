@@ -22,7 +22,7 @@ from agentihooks_operator.k8s.client import (
     verb_of,
 )
 from agentihooks_operator.k8s.errors import ApiError
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError, ProtocolError, ReadTimeoutError
 
 FORBIDDEN = {
     "kind": "Status",
@@ -119,6 +119,44 @@ def test_connection_errors_are_retried_then_reported_as_status_0() -> None:
     with pytest.raises(ApiError) as err:
         kube.get("pods", "ns", "a")
     assert err.value.status == 0 and "transport error" in str(err.value) and script.sent == 5
+
+
+REFUSED = NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
+#: Failures after which the create may have taken effect: the request left, its answer did not come.
+AFTER_SENDING = [
+    ProtocolError("Connection aborted.", ConnectionResetError(104, "reset")),
+    ReadTimeoutError(None, "/api/v1/namespaces/ns/pods", "Read timed out."),  # type: ignore[arg-type]
+    (500, {}, {"reason": "InternalError"}),
+    (504, {}, {"reason": "Timeout"}),
+]
+
+
+@pytest.mark.parametrize(
+    "failures",
+    [
+        [REFUSED] * 5,
+        [ConnectTimeoutError("connect timed out")] * 5,
+        [ConnectionRefusedError(111, "Connection refused")] * 5,
+        [(429, {"Retry-After": "0"}, {"reason": "TooManyRequests"}), *[REFUSED] * 4],
+        [REFUSED, (403, {}, FORBIDDEN)],
+    ],
+    ids=["refused", "connect-timeout", "os-refused", "throttled-then-refused", "refused-then-forbidden"],
+)
+def test_a_call_no_try_of_which_reached_the_server_is_known_not_applied(failures: list[Any]) -> None:
+    kube, script, _ = client(failures, Retries(base_delay=0.01))
+    with pytest.raises(ApiError) as err:
+        kube.create("pods", "ns", {"metadata": {"name": "p"}})
+    assert err.value.maybe_applied is False, err.value
+    assert script.sent == len(failures)
+
+
+@pytest.mark.parametrize("first", AFTER_SENDING, ids=["reset", "read-timeout", "500", "504"])
+def test_a_call_one_try_of_which_may_have_reached_the_server_may_have_been_applied(first: Any) -> None:
+    """One such try is enough, even when every later try was refused before connecting."""
+    kube, _, _ = client([first, *[REFUSED] * 4], Retries(base_delay=0.01))
+    with pytest.raises(ApiError) as err:
+        kube.create("pods", "ns", {"metadata": {"name": "p"}})
+    assert err.value.maybe_applied is True, err.value
 
 
 def test_404_is_a_fact_for_get_and_delete() -> None:
