@@ -68,7 +68,16 @@ class RedisSentinelProcesses:
             )
             self.sentinels.append(
                 subprocess.Popen(
-                    [redis_binary(), str(conf), "--sentinel", "--loglevel", "warning", *title_mark()],
+                    [
+                        redis_binary(),
+                        str(conf),
+                        "--sentinel",
+                        "--loglevel",
+                        "notice",
+                        "--logfile",
+                        str(folder / "sentinel.log"),
+                        *title_mark(),
+                    ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
@@ -109,6 +118,21 @@ class RedisSentinelProcesses:
         with redis.Redis(port=self.sentinel_ports[0], socket_timeout=2) as c:
             _, port = c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)
             return int(port)
+
+    def primaries(self) -> list[int | None]:
+        """The primary's port as each Sentinel names it now (``None``: that Sentinel did not answer).
+
+        After a failover the Sentinels learn of the new primary one by one: until every one of them
+        names it, a client asking a lagging Sentinel is sent to the old primary's address."""
+        named: list[int | None] = []
+        for port in self.sentinel_ports:
+            try:
+                with redis.Redis(port=port, socket_timeout=2) as c:
+                    _, primary = c.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER)
+                    named.append(int(primary))
+            except (redis.RedisError, TypeError, ValueError):
+                named.append(None)
+        return named
 
     def kill_primary(self) -> None:
         """SIGKILL the current primary (no shutdown, no last flush)."""

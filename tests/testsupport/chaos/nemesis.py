@@ -234,9 +234,12 @@ class Nemesis:
         server = next(s for s in self._servers() if s.port == port)
         await asyncio.to_thread(server.stop, kill=True)
         await asyncio.sleep(self.rng.uniform(1.0, 4.0))
-        # started again only once the Sentinels name another primary: an empty old primary (no
-        # persistence here) answering as primary before the failover would lose every write
-        await self._until(lambda: self.redis.primary_port() != port)
+        # Started again only once every Sentinel names the same other primary. The old primary comes
+        # back empty (no persistence here) and answers as a primary until the Sentinels make it a
+        # replica; a Sentinel still naming it would send clients to that empty server (a lease
+        # epoch read there is 0: the campaign's observer saw such one-read "islands"). Redis's own
+        # advice for primaries without persistence: never restart one before the failover is done.
+        await self._until(lambda: _moved_on(self.redis.primaries(), port))
         await asyncio.to_thread(server.start)  # it rejoins; the Sentinels make it a replica
         await self._until(lambda: _synced(server.port))
 
@@ -376,3 +379,8 @@ def _synced(port: int) -> bool:
         and info.get("master_link_status") == "up"
         and not info.get("master_sync_in_progress")
     )
+
+
+def _moved_on(named: list[int | None], old: int) -> bool:
+    """Whether every Sentinel answered and names one and the same primary, other than ``old``."""
+    return None not in named and len(set(named)) == 1 and named[0] != old
