@@ -24,6 +24,11 @@ the record's ``harnesses`` section names the versions they reported and
 whether the resumed request carried the earlier turns. They run at worker
 level (no operator), and are recorded ``skipped`` where the CLIs are missing.
 
+Last, where this machine can host a real node (root, a memory cgroup, containerd and runc), the
+real-node case (:mod:`agentihooks_demo.nodecase`): the operator launches the project's worker
+image on a real kubelet, the kernel OOM-kills the container running the real Claude Code, and the
+replacement container resumes it natively. Elsewhere it is recorded ``skipped`` with the reason.
+
 Each case records its inputs with their sha256, what was expected and what was
 observed (continuity reported or refusal reason, replacements admitted). The
 record is written by :mod:`agentihooks_demo.record`; the cases live in
@@ -37,15 +42,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, CaseRunner
+from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, Case, CaseRunner
 from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import PodRun, SimulatedKubelet
+from .nodecase import NODE_CASE_ID, node_case
+from .nodehost import RealNodeHook, node_reason
 from .procs import Processes
 from .realcase import harness_section, real_harness_case
 from .realresume import HARNESSES
 from .record import build_record, write_record
-from .stack import demo_repository, start_stack
+from .stack import StackError, demo_repository, start_stack
 from .world import World
 
 
@@ -69,10 +76,47 @@ def evidence_plan(run: PodRun) -> str | dict[str, str]:
     return {}
 
 
-async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable[[str], None]) -> int:
+async def run_evidence(
+    out: Path,
+    workdir: Path,
+    procs: Processes,
+    say: Callable[[str], None],
+    *,
+    real_node: bool | None = None,
+) -> int:
+    """``real_node``: ``None`` runs the real-node case where this machine can host a node (and records
+    it skipped, with the reason, where it cannot); ``True`` requires it; ``False`` leaves it out."""
     started = _now()
     bin_dir = fake_harness_bin()
-    stack = await asyncio.to_thread(start_stack, workdir, procs, say, control_plane=True)
+    hook: RealNodeHook | None = None
+    node_skip: str | None = "not asked for (--no-real-node)" if real_node is False else None
+    if real_node is not False:
+        node_skip = node_reason()
+        if node_skip is None:
+            hook = RealNodeHook(say)
+        elif real_node:
+            raise StackError(f"--real-node: this machine cannot host a real node: {node_skip}")
+    try:
+        return await _run(
+            out, workdir, procs, say, started=started, bin_dir=bin_dir, hook=hook, skip=node_skip
+        )
+    finally:
+        if hook is not None:
+            await asyncio.to_thread(hook.down)
+
+
+async def _run(
+    out: Path,
+    workdir: Path,
+    procs: Processes,
+    say: Callable[[str], None],
+    *,
+    started: str,
+    bin_dir: Path,
+    hook: RealNodeHook | None,
+    skip: str | None,
+) -> int:
+    stack = await asyncio.to_thread(start_stack, workdir, procs, say, control_plane=True, node=hook)
     repo = demo_repository(workdir / "demo-app")
     env = env_for_workers(bin_dir, workdir / "node" / "attempts", {PROJECT: str(repo)})
     kubelet = SimulatedKubelet(stack.kube.pod_api(), workdir / "node", env, plan=evidence_plan, say=say)
@@ -102,13 +146,22 @@ async def run_evidence(out: Path, workdir: Path, procs: Processes, say: Callable
             real.append(case)
     finally:
         await kubelet.stop()
+    if hook is not None:
+        node = await node_case(stack, hook.node, hook.worker_ref, workdir, w.step)
+    else:
+        node = Case(NODE_CASE_ID, "The worker image on a real node", {"continuity": "native"})
+        node.skipped = f"no real node: {skip}"
+    w.step(
+        f"case {node.id}: " + (node.skipped or f"observed {node.observed.get('continuity')} -> {node.result}")
+    )
     record = build_record(
-        [c.as_json() for c in [*cases, *real]],
+        [c.as_json() for c in [*cases, *real, node]],
         metrics=metrics,
         started=started,
         bin_dir=bin_dir,
         stack=stack,
         harnesses=harness_section(real),
+        node=hook.record() if hook is not None else {"skipped": skip},
     )
     write_record(out, record)
     say(f"evidence record: {out} (run {record['run']['id']}, status {record['status']})")

@@ -71,9 +71,13 @@ def preflight() -> tuple[Path, Path]:
     return bindir, helm
 
 
-def start_control_plane(workdir: Path, procs: Processes, say: Any = print) -> KubeApi:
+def start_control_plane(
+    workdir: Path, procs: Processes, say: Any = print, *, advertise: str = "127.0.0.1"
+) -> KubeApi:
+    """``advertise``: what the ``kubernetes`` Service's endpoints name (a real node's address when one
+    runs beside it: Pods reach the API server there)."""
     bindir, helm_binary = preflight()
-    plane = ControlPlane(bindir, folder(workdir), fast_node_lifecycle=False)
+    plane = ControlPlane(bindir, folder(workdir), fast_node_lifecycle=False, advertise=advertise)
     try:
         plane.start()
     except RuntimeError as e:

@@ -7,7 +7,9 @@ kubelet that runs real worker processes, then tells the story in
 :mod:`agentihooks_demo.story`. ``--keep`` leaves everything running until
 Ctrl-C; ``--ci`` checks every outcome and exits non-zero when one is wrong;
 ``--evidence PATH`` runs the acceptance cases instead (always on the real
-control plane) and writes the evidence record.
+control plane, plus a real node where the machine can host one) and writes the
+evidence record; ``--real-node`` tells the story of a seat the kernel kills on
+a real node (kubelet, containerd, runc; root).
 """
 
 from __future__ import annotations
@@ -86,15 +88,29 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="run the acceptance cases (on the real control plane), write this record",
     )
+    parser.add_argument(
+        "--real-node",
+        action="store_true",
+        help="run on a real node (kubelet, containerd, runc; root) beside the real control plane: the "
+        "story of a seat the kernel kills; with --evidence, require the real-node case",
+    )
+    parser.add_argument(
+        "--no-real-node",
+        action="store_true",
+        help="with --evidence: leave the real-node case out (it runs where the machine can host a node)",
+    )
     args = parser.parse_args(argv)
-    args.control_plane = args.control_plane or args.evidence is not None
+    args.control_plane = args.control_plane or args.evidence is not None or args.real_node
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="agentihooks-demo-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     os.chmod(workdir, 0o700)
-    say(
-        "agentihooks-recovery demo: no cluster needed; the kubelet is SIMULATED "
-        "(worker Pods run as local processes)"
-    )
+    if args.real_node and args.evidence is None:
+        say("agentihooks-recovery demo on a REAL node: kubelet, containerd and runc run the worker image")
+    else:
+        say(
+            "agentihooks-recovery demo: no cluster needed; the kubelet is SIMULATED "
+            "(worker Pods run as local processes)"
+        )
     if args.control_plane:
         from .localcluster import ANNOUNCE
 
@@ -114,7 +130,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.evidence is not None:
             from .evidence import run_evidence
 
-            code = asyncio.run(run_evidence(args.evidence.resolve(), workdir, procs, say))
+            node = True if args.real_node else False if args.no_real_node else None
+            code = asyncio.run(run_evidence(args.evidence.resolve(), workdir, procs, say, real_node=node))
+        elif args.real_node:
+            from .nodecase import node_demo
+
+            code = asyncio.run(node_demo(workdir, procs, say, check=args.ci))
         else:
             code = asyncio.run(_demo(args, workdir, procs))
     except KeyboardInterrupt:

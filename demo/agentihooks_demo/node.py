@@ -184,6 +184,10 @@ class RealKubelet:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         r = await self._http.post(self._pod_path(name) + "/binding", json=body)
+        if r.status_code == 409:  # bound meanwhile (a kube-scheduler runs beside a real node): to us?
+            pod = (await self._http.get(self._pod_path(name))).json()
+            if pod.get("spec", {}).get("nodeName") == node:
+                return
         r.raise_for_status()
 
     async def set_status(self, name: str, status: dict[str, Any], *, node_name: str | None = None) -> None:

@@ -52,9 +52,9 @@ EMULATOR_LIMITATION = (
 )
 CONTROL_PLANE_LIMITATION = (
     "The Kubernetes API is a real control plane on loopback (etcd, kube-apiserver, kube-controller-manager), "
-    "but there is no container runtime and no scheduler: the simulated kubelet binds each Pod to its Node "
-    "and runs the worker as a local process (no image is pulled, no memory limit applies); OOM kills and "
-    "image-pull failures are injected by it and written as a kubelet would write them."
+    "but in the five acceptance cases there is no container runtime: the simulated kubelet binds each Pod "
+    "to its Node and runs the worker as a local process (no image is pulled, no memory limit applies); "
+    "OOM kills and image-pull failures are injected by it and written as a kubelet would write them."
 )
 FAKE_HARNESS_LIMITATION = (
     "In the five acceptance cases the harnesses are the fake claude/codex executables with the real CLIs' "
@@ -114,7 +114,7 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def backend(kube: KubeApi) -> dict[str, Any]:
+def backend(kube: KubeApi, node: dict[str, Any] | None = None) -> dict[str, Any]:
     requested = os.environ.get("KUBECONFIG")
     kind = (
         f"not used: KUBECONFIG={requested} was set, but this command has no kind backend yet"
@@ -141,23 +141,50 @@ def backend(kube: KubeApi) -> dict[str, Any]:
             f"(helm template, {kube.versions.get('helm', 'helm')})"
         ),
         "kubelet": (
-            "simulated: registers a Node and renews its Lease, binds Pods through the binding subresource, "
-            "writes statuses through the status subresource and finishes graceful deletions; the workers "
-            "are real agentihooks-worker processes on the local machine"
+            ("the five acceptance cases: " if _node_ran(node) else "")
+            + "simulated: registers a Node and renews its Lease, binds Pods through the binding "
+            "subresource, writes statuses through the status subresource and finishes graceful "
+            "deletions; the workers are real agentihooks-worker processes on the local machine"
+            + (
+                f"; the real-node case: {node['versions'].get('kubelet')} with "
+                f"{node['versions'].get('containerd')} and {node['versions'].get('runc')}"
+                if node is not None and _node_ran(node)
+                else ""
+            )
         ),
+        "node": node if node is not None else {"skipped": "not part of this run"},
         "redis": redis,
         "kind": kind,
     }
 
 
-def mocked_parts(stack: Stack) -> list[str]:
-    """What of this run was simulated or faked (empty only when nothing was): today the kubelet always
-    is, and the five acceptance cases run the fake harnesses."""
+def mocked_parts(stack: Stack, node: dict[str, Any] | None = None) -> list[str]:
+    """What of this run was simulated or faked (empty only when nothing was): the kubelet of the five
+    acceptance cases, their fake harnesses, and the model the real CLIs talk to. With a real node the
+    real-node case has no simulated part but that model."""
     kube = "kmock's emulated Kubernetes API and " if stack.kube.plane is None else ""
-    return [
-        f"{kube}the kubelet: simulated (Pod statuses written by a stand-in, workers run as local processes)",
+    where = "in the five acceptance cases" if _node_ran(node) else "in every case"
+    parts = [
+        f"{kube}the kubelet {where}: simulated (Pod statuses written by a stand-in, workers run as "
+        "local processes)",
         "the harness in the five acceptance cases: the fake claude/codex executables",
+        "the model the real Claude Code and Codex talk to (real-harness"
+        + (" and real-node" if _node_ran(node) else "")
+        + " cases): a loopback server with scripted replies",
     ]
+    return parts
+
+
+def _node_ran(node: dict[str, Any] | None) -> bool:
+    return bool(node) and "skipped" not in (node or {})
+
+
+NODE_LIMITATION = (
+    "The real-node case runs the project's worker image on one real node (a real kubelet, "
+    "kube-scheduler and kube-proxy, containerd and runc) beside the loopback control plane; the "
+    "images are built on this machine and imported, never pulled from a registry; the five "
+    "acceptance cases still run under the simulated kubelet."
+)
 
 
 def build_record(
@@ -168,9 +195,11 @@ def build_record(
     bin_dir: Path,
     stack: Stack,
     harnesses: list[dict[str, Any]] | None = None,
+    node: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record. A ``skipped`` case fails nothing but is never counted as passed: the package is
-    complete only when every case ran and passed."""
+    complete only when every case ran and passed. ``node``: the real node's versions and images, or
+    ``{"skipped": reason}``."""
     ran = [c for c in cases if c["result"] != "skipped"]
     skipped = [c["id"] for c in cases if c["result"] == "skipped"]
     passed = bool(ran) and all(c["result"] == "pass" for c in ran)
@@ -188,16 +217,22 @@ def build_record(
         "tested_commit": _git("rev-parse", "HEAD"),
         "tested_tree_clean": _git("status", "--porcelain", "--untracked-files=no") == "",
         "status": "passed" if passed else "failed",
-        "evidence_class": "live-embedded" if stack.kube.plane is None else "live-control-plane",
-        "mocked": bool(mocked_parts(stack)),
-        "mocked_parts": mocked_parts(stack),
+        "evidence_class": (
+            "live-embedded"
+            if stack.kube.plane is None
+            else "live-control-plane-and-real-node"
+            if _node_ran(node)
+            else "live-control-plane"
+        ),
+        "mocked": bool(mocked_parts(stack, node)),
+        "mocked_parts": mocked_parts(stack, node),
         "run": {
             "id": str(uuid.uuid4()),
             "started_at": started,
             "finished_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         },
-        "backend": backend(stack.kube),
+        "backend": backend(stack.kube, node),
         "versions": versions(bin_dir, stack.kube),
         "interfaces": INTERFACES,
         "supported_versions": SUPPORTED_VERSIONS,
@@ -207,6 +242,7 @@ def build_record(
         "metrics": {k: v for k, v in sorted(metrics.items()) if "restore_outcomes_by_type" in k},
         "remaining_limitations": [
             EMULATOR_LIMITATION if stack.kube.plane is None else CONTROL_PLANE_LIMITATION,
+            *([NODE_LIMITATION] if _node_ran(node) else []),
             FAKE_HARNESS_LIMITATION,
             *([real_limitation] if harnesses else []),
             *LIMITATIONS,

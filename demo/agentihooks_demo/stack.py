@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -175,7 +175,23 @@ def start_emulator(workdir: Path, procs: Processes, env: dict[str, str], say: An
     return KubeApi(kube_url, kubeconfig, "default")
 
 
-def start_stack(workdir: Path, procs: Processes, say: Any = print, *, control_plane: bool = False) -> Stack:
+class NodeHook(Protocol):
+    """A real node brought up beside the stack's control plane before the operator starts (so the
+    operator's control API can listen on the node's address, where Pods reach it)."""
+
+    address: str
+
+    def up(self, kube: KubeApi) -> None: ...
+
+
+def start_stack(
+    workdir: Path,
+    procs: Processes,
+    say: Any = print,
+    *,
+    control_plane: bool = False,
+    node: NodeHook | None = None,
+) -> Stack:
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTIHOOKS_")}
@@ -206,18 +222,22 @@ def start_stack(workdir: Path, procs: Processes, say: Any = print, *, control_pl
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     say(f"[start] redis-server (private, AOF on) at {redis_url}")
 
-    if control_plane:
+    if control_plane or node is not None:
         from .localcluster import start_control_plane
 
-        kube = start_control_plane(workdir, procs, say)
+        kube = start_control_plane(workdir, procs, say, advertise=node.address if node else "127.0.0.1")
     else:
         kube = start_emulator(workdir, procs, env, say)
+    host = "127.0.0.1"
+    if node is not None:
+        node.up(kube)
+        host = node.address  # Pods on the node reach the control API there; so does this machine
 
     token_file = workdir / "operator-token"
     token_file.write_text("op-" + secrets.token_urlsafe(24) + "\n")
     token_file.chmod(0o600)
     control_port = free_port()
-    control_url = f"http://127.0.0.1:{control_port}"
+    control_url = f"http://{host}:{control_port}"
     checkpoints = workdir / "checkpoints"
     checkpoints.mkdir(exist_ok=True)
     operator_env = {
@@ -229,7 +249,7 @@ def start_stack(workdir: Path, procs: Processes, say: Any = print, *, control_pl
         "AGENTIHOOKS_SCAN_NAMESPACES": "false",
         "AGENTIHOOKS_LEASE_MS": "5000",
         "AGENTIHOOKS_RETRY_DELAY_SECONDS": "0.5",
-        "AGENTIHOOKS_CONTROL_HOST": "127.0.0.1",
+        "AGENTIHOOKS_CONTROL_HOST": host,
         "AGENTIHOOKS_CONTROL_PORT": str(control_port),
         "AGENTIHOOKS_CONTROL_URL": control_url,
         "AGENTIHOOKS_OPERATOR_TOKEN": token_file.read_text().strip(),

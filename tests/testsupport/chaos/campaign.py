@@ -465,10 +465,25 @@ class Campaign:
                 self.entries[i] = e.model_copy(update={"takeovers": n, "confirmed": held})
 
     def _owners(self) -> dict[str, tuple[str | None, int]]:
+        """Every swarm's lease holder and epoch, read in one round trip from the server the Sentinels
+        name, and only if it is a primary with a replica attached. A primary deposed by a failover
+        (frozen or killed, then back before every Sentinel learnt of the new one) still answers as a
+        primary to a client a lagging Sentinel sends there, with the data it had when it stopped;
+        its replicas have moved to the new primary. Such a read is skipped, as the product's own
+        takes are unconfirmed there (no replica acknowledges them)."""
         client = self.sentinel.master_for(MASTER, socket_timeout=1)
+        pipe = client.pipeline(transaction=False)
+        pipe.execute_command("ROLE")
+        swarms = list(self.keys)
+        for swarm in swarms:
+            pipe.get(self.keys[swarm].control_owner)
+            pipe.get(self.keys[swarm].control_epoch)
+        role, *values = pipe.execute()
+        if _text(role[0]) != "master" or not role[2]:
+            raise redis.ConnectionError("not a primary with a replica attached; read again later")
         out = {}
-        for swarm, keys in self.keys.items():
-            raw, epoch = client.get(keys.control_owner), client.get(keys.control_epoch)
+        for i, swarm in enumerate(swarms):
+            raw, epoch = values[2 * i], values[2 * i + 1]
             holder = json.loads(raw)["owner"] if raw else None
             out[swarm] = (holder, int(epoch or 0))
         return out
@@ -751,3 +766,7 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

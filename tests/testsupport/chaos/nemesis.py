@@ -229,8 +229,23 @@ class Nemesis:
     def _servers(self) -> list[Any]:
         return [self.redis.primary, *self.redis.replicas]
 
+    async def _settled_primary(self) -> int:
+        """The primary's port once every Sentinel names it and it answers as a primary. Targets are
+        chosen from that, not from one Sentinel's view: a lagging Sentinel names a deposed primary,
+        and the freeze meant for a replica would then stop the real primary."""
+        await self._until(lambda: self._agreed() is not None)
+        port = await asyncio.to_thread(self._agreed)
+        return port if port is not None else await asyncio.to_thread(self.redis.primary_port)
+
+    def _agreed(self) -> int | None:
+        named = self.redis.primaries()
+        if None in named or len(set(named)) != 1 or named[0] is None:
+            return None
+        with redis_py.Redis(port=named[0], socket_timeout=1) as c:
+            return named[0] if c.info("replication").get("role") == "master" else None
+
     async def _redis_failover(self, _: str) -> None:
-        port = await asyncio.to_thread(self.redis.primary_port)
+        port = await self._settled_primary()
         server = next(s for s in self._servers() if s.port == port)
         await asyncio.to_thread(server.stop, kill=True)
         await asyncio.sleep(self.rng.uniform(1.0, 4.0))
@@ -244,7 +259,7 @@ class Nemesis:
         await self._until(lambda: _synced(server.port))
 
     async def _redis_freeze(self, _: str) -> None:
-        port = await asyncio.to_thread(self.redis.primary_port)
+        port = await self._settled_primary()
         server = self.rng.choice([s for s in self._servers() if s.port != port])
         if server.proc is None or server.proc.poll() is not None:
             return
