@@ -143,9 +143,19 @@ async def until(check: Callable[[], Any], what: str, within: float = HANG) -> An
 
 
 async def node_case(
-    stack: Stack, node: Any, worker_ref: str, workdir: Path, step: Callable[[str], None]
+    stack: Stack,
+    node: Any,
+    worker_ref: str,
+    workdir: Path,
+    step: Callable[[str], None],
+    *,
+    meanwhile: Callable[[Case], None] | None = None,
 ) -> Case:
-    """The case, run on ``node`` with the stack's operator; what it observed, ready for the record."""
+    """The case, run on ``node`` with the stack's operator; what it observed, ready for the record.
+
+    ``meanwhile`` runs while the replacement still runs (the demo prints the seat's status then).
+    The Swarm's recovery is paused before the model API stops: the replacement's held request then
+    fails and its harness exits, and that failure waits for a decision instead of a third Pod."""
     realnode = node_support()
     host = realnode.NODE_IP
     case = Case(
@@ -228,6 +238,9 @@ async def node_case(
         creates = await asyncio.to_thread(run.creates)
         case.observed["pods_created"] = sorted(creates)
         case.observed["replacements_admitted"] = len(creates) - 1
+        if meanwhile is not None:
+            meanwhile(case)
+        await asyncio.to_thread(stack.cli, "swarm", SWARM, "pause")
     return case
 
 
@@ -299,9 +312,11 @@ async def node_demo(workdir: Path, procs: Any, say: Callable[[str], None], *, ch
         def step(text: str) -> None:
             say(f"[{time.monotonic() - began:5.1f}s] {text}")
 
-        case = await node_case(stack, hook.node, hook.worker_ref, workdir, step)
-        say(f"\n== agentihooks swarm {SWARM} status")
-        say(stack.cli("swarm", SWARM, "status").stdout.rstrip())
+        def status(_: Case) -> None:
+            say(f"\n== agentihooks swarm {SWARM} status")
+            say(stack.cli("swarm", SWARM, "status").stdout.rstrip())
+
+        case = await node_case(stack, hook.node, hook.worker_ref, workdir, step, meanwhile=status)
         say("\n== what the run observed")
         for key, value in case.observed.items():
             mark = "" if key not in case.expected else " (ok)" if case.expected[key] == value else " (WRONG)"
