@@ -98,13 +98,19 @@ class NodeRun:
         label = "swarm.agentihooks.io/generation"
         return next((p for p in self.pods() if p["metadata"]["labels"].get(label) == str(generation)), None)
 
-    def ended(self, name: str) -> dict[str, Any] | None:
-        with self.http() as c:
-            r = c.get(f"/api/v1/namespaces/{self.ns}/pods/{name}")
-        if r.status_code != 200:
-            return None
-        statuses = (r.json().get("status") or {}).get("containerStatuses") or []
-        return dict((statuses[0].get("state") or {}).get("terminated") or {}) or None if statuses else None
+    def watch_end(self, name: str, found: dict[str, Any]) -> None:
+        """Fill ``found`` with the Pod's container end (``state.terminated``) as the kubelet reports
+        it, from a watch: the operator deletes a fenced Pod within a second, before a poll may look."""
+        params = {"watch": "true", "fieldSelector": f"metadata.name={name}", "timeoutSeconds": "600"}
+        path = f"/api/v1/namespaces/{self.ns}/pods"
+        with self.plane.client(timeout=HANG) as c, c.stream("GET", path, params=params) as r:
+            for line in r.iter_lines():
+                pod = (json.loads(line) if line.strip() else {}).get("object") or {}
+                statuses = (pod.get("status") or {}).get("containerStatuses") or []
+                ended = (statuses[0].get("state") or {}).get("terminated") if statuses else None
+                if ended:
+                    found.update(ended)
+                    return
 
     def log(self, pod: str) -> str:
         root = self.node.root
@@ -207,8 +213,11 @@ async def node_case(
         step(
             f"the worker captured Claude Code's session ({checkpoint['checkpoint_id']}); now an endless reply"
         )
+        found: dict[str, Any] = {}
+        watcher = threading.Thread(target=run.watch_end, args=(name1, found), daemon=True)
+        watcher.start()
         release.set()
-        ended = await until(lambda: run.ended(name1), "the first container's end")
+        ended = await until(lambda: dict(found) or None, "the first container's end")
         case.observed["first_container"] = ended.get("reason")
         step(f"the kernel ended {name1}: {ended.get('reason')} (exit {ended.get('exitCode')})")
         second = await until(lambda: run.pod_of(2), "the replacement's Pod")
