@@ -23,3 +23,51 @@ def test_a_record_that_cannot_be_written_leaves_the_old_one(tmp_path: Path) -> N
         write_record(path, {"run": {"id": "new"}, "bad": object()})
     assert json.loads(path.read_text())["run"]["id"] == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+NODE = {
+    "versions": {"kubelet": "Kubernetes v1.35.4", "containerd": "containerd 1.7", "runc": "runc version 1.1"},
+    "images": {"worker": "agentihooks.local/agentihooks-worker:abc", "pause": "agentihooks.local/pause:1"},
+}
+
+
+def _record(node: dict | None, cases: list[dict]) -> dict:  # type: ignore[type-arg]
+    from types import SimpleNamespace
+
+    from agentihooks_demo.harness import fake_harness_bin
+    from agentihooks_demo.record import build_record
+    from agentihooks_demo.stack import KubeApi
+
+    kube = KubeApi("https://127.0.0.1:1", Path("k"), "ns", plane=object(), versions={})  # type: ignore[arg-type]
+    stack = SimpleNamespace(kube=kube)
+    return build_record(cases, metrics={}, started="t", bin_dir=fake_harness_bin(), stack=stack, node=node)  # type: ignore[arg-type]
+
+
+def _case(cid: str, result: str) -> dict:  # type: ignore[type-arg]
+    return {"id": cid, "result": result, **({"skip_reason": "no node"} if result == "skipped" else {})}
+
+
+def test_a_record_with_the_real_node_names_it_and_what_is_still_simulated() -> None:
+    record = _record(NODE, [_case("valid-checkpoint", "pass"), _case("real-node-native-resume", "pass")])
+    assert record["evidence_class"] == "live-control-plane-and-real-node"
+    assert record["backend"]["node"] == NODE
+    assert (
+        "Kubernetes v1.35.4" in record["backend"]["kubelet"]
+        and "runc version" in record["backend"]["kubelet"]
+    )
+    assert record["mocked"] is True
+    assert any("in the five acceptance cases" in p for p in record["mocked_parts"])
+    assert any("real-node cases" in p and "scripted replies" in p for p in record["mocked_parts"])
+    assert record["package_complete"] is True
+
+
+def test_a_record_without_the_real_node_says_why_and_is_not_complete() -> None:
+    skipped = {"skipped": "the real node needs root"}
+    record = _record(
+        skipped, [_case("valid-checkpoint", "pass"), _case("real-node-native-resume", "skipped")]
+    )
+    assert record["evidence_class"] == "live-control-plane"
+    assert record["backend"]["node"] == skipped
+    assert any("in every case" in p for p in record["mocked_parts"])
+    assert record["status"] == "passed" and record["package_complete"] is False
+    assert record["skipped_cases"] == ["real-node-native-resume"]
