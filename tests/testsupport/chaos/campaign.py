@@ -716,6 +716,10 @@ async def run_campaign(settings: Settings, plane: Any, helm: Any, workdir: Path)
             await cluster.close()
 
 
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _interrupted(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -766,7 +770,3 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
