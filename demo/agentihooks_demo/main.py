@@ -106,6 +106,11 @@ def main(argv: list[str] | None = None) -> None:
     os.chmod(workdir, 0o700)
     if args.real_node and args.evidence is None:
         say("agentihooks-recovery demo on a REAL node: kubelet, containerd and runc run the worker image")
+    elif args.evidence is not None and not args.no_real_node:
+        say(
+            "agentihooks-recovery evidence: the acceptance cases' kubelet is SIMULATED (worker Pods run as "
+            "local processes); where this machine can host one, a last case runs on a REAL node"
+        )
     else:
         say(
             "agentihooks-recovery demo: no cluster needed; the kubelet is SIMULATED "
