@@ -102,7 +102,7 @@ async def run_evidence(
         )
     finally:
         if hook is not None:
-            await asyncio.to_thread(hook.down)
+            await asyncio.to_thread(hook.down, workdir / "logs" / "pods")
 
 
 async def _run(

@@ -330,7 +330,7 @@ async def node_demo(workdir: Path, procs: Any, say: Callable[[str], None], *, ch
         for key, value in case.observed.items():
             mark = "" if key not in case.expected else " (ok)" if case.expected[key] == value else " (WRONG)"
             say(f"  {key}: {value}{mark}")
-        say(f"\nContainer logs: {hook.node.root / 'pod-logs'}")
+        say(f"\nContainer logs: {workdir / 'logs' / 'pods'} (copied from the node before it is torn down)")
         say(f"Operator log: {workdir / 'logs' / 'operator.log'}")
         if check and not case.passed:
             wrong = {k: case.observed.get(k) for k, v in case.expected.items() if case.observed.get(k) != v}
@@ -339,4 +339,4 @@ async def node_demo(workdir: Path, procs: Any, say: Callable[[str], None], *, ch
             say("demo --ci: every outcome of the real-node story checked")
         return 0
     finally:
-        await asyncio.to_thread(hook.down)
+        await asyncio.to_thread(hook.down, workdir / "logs" / "pods")

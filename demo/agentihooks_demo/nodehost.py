@@ -10,6 +10,7 @@ its containerd, and the operator's control API then listens on the node's addres
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -79,10 +80,18 @@ class RealNodeHook:
         """The record's ``backend.node``: what the node ran and the images it used."""
         return {"versions": self.versions, "images": self.images, "root": str(self.node.root)}
 
-    def down(self) -> None:
-        if self.node is not None:
-            self.node.down()
-            self.node = None
+    def down(self, keep_logs: Path | None = None) -> None:
+        """Tear the node down (and what it made); its containers' logs are copied to ``keep_logs``
+        first, since the teardown removes the node's folders."""
+        if self.node is None:
+            return
+        if keep_logs is not None:
+            import shutil
+
+            with contextlib.suppress(OSError):
+                shutil.copytree(self.node.root / "pod-logs", keep_logs, dirs_exist_ok=True)
+        self.node.down()
+        self.node = None
 
 
 def node_versions(node: Any) -> dict[str, str]:

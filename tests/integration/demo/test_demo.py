@@ -12,6 +12,7 @@ shows what the operator and the simulated kubelet did through it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -83,6 +84,37 @@ def test_demo_story_on_the_real_control_plane(tmp_path: Path) -> None:
     assert calls[("envtest-admin", "create", "pods/binding", 201)] == 8
     assert {("create", "nodes", 201), ("patch", "pods/status", 200), ("patch", "leases", 200)} <= kubelet
     assert ("delete", "pods", 200) in kubelet
+    assert processes_using(work) == []
+
+
+@pytest.mark.timeout(900)
+def test_demo_story_on_a_real_node(tmp_path: Path) -> None:
+    """``--real-node --ci``: the worker image on a real kubelet, containerd and runc; the kernel kills
+    the container, the operator resumes it natively in a new one, and every outcome is checked."""
+    requires_control_plane()
+    from testsupport.realnode import why_not
+
+    reason = why_not()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the real-node demo cannot run here: {reason}")
+        pytest.skip(f"no real node: {reason}")
+    work = tmp_path / "demo"
+    done = run_demo("--real-node", "--ci", "--workdir", str(work), timeout=840)
+    out = done.stdout
+    assert done.returncode == 0, out[-4000:] + done.stderr[-2000:]
+    assert "demo on a REAL node" in out.splitlines()[0]
+    assert "SIMULATED" not in out
+    assert re.search(r"\[start\] real node agentihooks-node at 10\.88\.1\.1: Kubernetes v1\.\d+\.\d+", out)
+    assert re.search(r"the kernel ended swarm-exe-[0-9a-f]{32}: OOMKilled \(exit 137\)", out)
+    assert re.search(r"verified exe-[0-9a-f]{32}-\d+ and resumed natively", out)
+    status = out.split("== agentihooks swarm on-node status", 1)[1]
+    assert re.search(r"node-1\s+bound\s+oom_killed; native resume", status)
+    assert "replacements_admitted: 1 (ok)" in out and "(WRONG)" not in out
+    assert "demo --ci: every outcome of the real-node story checked" in out
+    kept = list((work / "logs" / "pods").glob("*/*/*.log"))
+    assert kept, "the containers' logs are kept after the node is gone"
+    assert any("restore_verified" in p.read_text() for p in kept)
     assert processes_using(work) == []
 
 
