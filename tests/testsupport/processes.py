@@ -124,6 +124,22 @@ def sweep_orphans() -> list[int]:
     return killed
 
 
+def kill_own() -> list[int]:
+    """SIGKILL every other process that carries this process's own run mark (what an interrupted run's
+    unwinding left, or started again meanwhile); returns their pids. Only for a process that started
+    everything marked with its token itself (a campaign command), never inside a test session."""
+    mine = owner_token()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        if _owner_of(int(entry.name)) == mine:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
 @contextlib.contextmanager
 def owned_run() -> Iterator[list[int]]:
     """Sweep what dead runs left, then mark every process started inside as this run's; yields the

@@ -109,3 +109,56 @@ def test_a_killed_runs_redis_servers_are_swept_too(tmp_path: Path) -> None:
         for pid in orphans:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+#: How an operator replica of the campaign shows in its command line.
+OPERATOR = b"operator_process.py"
+
+
+def _marked(token: str) -> list[int]:
+    """The running processes that carry ``token``'s run mark."""
+    from testsupport.processes import _owner_of
+
+    pids = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+    return [pid for pid in pids if _owner_of(pid) == token and _running(pid)]
+
+
+def test_a_terminated_campaign_stops_everything_it_started(tmp_path: Path) -> None:
+    """SIGTERM (what a CI runner or ``timeout`` sends) unwinds the campaign like Ctrl-C: its
+    replicas, Redis servers and Sentinels, toxiproxy and control plane are all stopped by the run
+    itself, not left for the next run's sweep (a SIGTERMed seed-3 run left them, 6 Dec 2026). The
+    unwinding alone once left a replica a nemesis thread restarted after the clean-up, and once took
+    over 180 s: what is still marked as the run's at the end, or after 60 s, is killed by the run."""
+    from testsupport.processes import owner_token
+
+    bench = Path(testsupport.__file__).parents[2] / "bench" / "chaos.py"
+    env = {k: v for k, v in os.environ.items() if k != OWNER_VAR}
+    run = subprocess.Popen(
+        [sys.executable, str(bench), "--seed", "5", "--minutes", "5", "--workdir", str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    token = owner_token(run.pid)
+    try:
+        deadline = time.monotonic() + 240
+        # until its operator replicas run (the last things it starts before the faults begin)
+        while time.monotonic() < deadline and run.poll() is None:
+            started = [Path(f"/proc/{p}/cmdline").read_bytes() for p in _marked(token)]
+            if sum(b"redis-server" in c for c in started) >= 6 and any(OPERATOR in c for c in started):
+                break
+            time.sleep(0.5)
+        assert run.poll() is None, run.stdout.read() if run.stdout else ""
+        assert _marked(token), "the campaign started nothing it marked"
+        run.send_signal(signal.SIGTERM)
+        out, _ = run.communicate(timeout=180)
+        assert run.returncode != 0, out
+        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:80] for pid in _marked(token)}
+        assert not left, left
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for pid in _marked(token):
+            os.kill(pid, signal.SIGKILL)

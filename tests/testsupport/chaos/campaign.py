@@ -32,6 +32,7 @@ import random
 import re
 import secrets
 import signal
+import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from .. import kubelet as kl
 from ..broker import running_broker
 from ..faultproxy import FaultProxy, Redirects
 from ..node import RealKubelet
-from ..processes import owned_run
+from ..processes import kill_own, owned_run
 from ..realcluster import RealCluster
 from ..redis_sentinel import MASTER, RedisSentinelProcesses
 from .checker import Violation, check
@@ -720,8 +721,27 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+#: After SIGTERM, how long the campaign may take to unwind before what is left of it is killed.
+UNWIND_S = 60.0
+_unwinding = threading.Event()
+
+
 def _interrupted(signum: int, _frame: Any) -> None:
+    """SIGTERM unwinds the campaign like Ctrl-C, within :data:`UNWIND_S`. Unwinding alone was not
+    enough: a thread of the nemesis restarting a replica carried on after the clean-up had stopped
+    the replicas (that replica was left running), and a blocked thread could hold the exit for
+    minutes (the run did not end 180 s after SIGTERM)."""
+    if not _unwinding.is_set():
+        _unwinding.set()
+        threading.Thread(target=_last_resort, daemon=True).start()
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _last_resort() -> None:
+    time.sleep(UNWIND_S)
+    killed = kill_own()
+    print(f"campaign: not unwound after {UNWIND_S:.0f} s; killed its {len(killed)} processes", flush=True)
+    os._exit(130)
 
 
 def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
@@ -757,13 +777,18 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
     print(
         f"campaign seed {args.seed}: {args.minutes} min, {args.replicas} replicas, work in {work}", flush=True
     )
-    with owned_run(), control_plane(work / "control-plane") as plane:
-        install_crd(plane)
-        stop = keep_node_alive(plane, "steady-node")
-        try:
-            report = asyncio.run(run_campaign(settings, plane, make_helm(work / "helm"), work / "run"))
-        finally:
-            stop()
+    try:
+        with owned_run(), control_plane(work / "control-plane") as plane:
+            install_crd(plane)
+            stop = keep_node_alive(plane, "steady-node")
+            try:
+                report = asyncio.run(run_campaign(settings, plane, make_helm(work / "helm"), work / "run"))
+            finally:
+                stop()
+    finally:
+        left = kill_own()  # anything still carrying this run's mark was left by its unwinding
+        if left:
+            print(f"campaign: killed {len(left)} of its processes left after the clean-up", flush=True)
     print(summary(report))
     return 1 if report.violations else 0
 
