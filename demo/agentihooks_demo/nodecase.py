@@ -256,19 +256,20 @@ async def node_case(
 def _native_checkpoint(stack: Stack, api: ModelApi) -> dict[str, Any] | None:
     if not any(q.held for q in api.snapshot()):
         return None  # the CLI has not sent its second turn yet
-    path = f"/v1/namespaces/{stack.kube.namespace}/swarms/{SWARM}/seats/{SEAT}/checkpoints"
-    try:
-        r = httpx.get(stack.control_url + path, headers=_auth(stack), timeout=10)
-    except httpx.HTTPError:
-        return None
-    if r.status_code != 200:
-        return None
-    rows = [c for c in r.json().get("checkpoints") or [] if c.get("native") and c.get("complete")]
+    doc = _control(stack, f"/seats/{SEAT}/checkpoints")
+    rows = [c for c in (doc or {}).get("checkpoints") or [] if c.get("native") and c.get("complete")]
     return dict(rows[-1]) if rows else None
 
 
-def _auth(stack: Stack) -> dict[str, str]:
-    return {"Authorization": f"Bearer {stack.token}"}
+def _control(stack: Stack, under: str) -> dict[str, Any] | None:
+    """GET ``/v1/namespaces/NS/swarms/SWARM<under>`` on the control API; ``None`` unless it answers 200."""
+    path = f"/v1/namespaces/{stack.kube.namespace}/swarms/{SWARM}{under}"
+    headers = {"Authorization": f"Bearer {stack.token}"}
+    try:
+        r = httpx.get(stack.control_url + path, headers=headers, timeout=10)
+    except httpx.HTTPError:
+        return None
+    return dict(r.json()) if r.status_code == 200 else None
 
 
 def _ids(row: dict[str, Any]) -> dict[str, Any]:
@@ -276,14 +277,7 @@ def _ids(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _card(stack: Stack, **want: Any) -> dict[str, Any] | None:
-    path = f"/v1/namespaces/{stack.kube.namespace}/swarms/{SWARM}/status"
-    try:
-        r = httpx.get(stack.control_url + path, headers=_auth(stack), timeout=10)
-    except httpx.HTTPError:
-        return None
-    if r.status_code != 200:
-        return None
-    for card in r.json().get("handoffs") or []:
+    for card in (_control(stack, "/status") or {}).get("handoffs") or []:
         if card.get("seat") == SEAT and all(card.get(k) == v for k, v in want.items()):
             return dict(card)
     return None
