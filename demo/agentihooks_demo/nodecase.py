@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,17 +101,23 @@ class NodeRun:
 
     def watch_end(self, name: str, found: dict[str, Any]) -> None:
         """Fill ``found`` with the Pod's container end (``state.terminated``) as the kubelet reports
-        it, from a watch: the operator deletes a fenced Pod within a second, before a poll may look."""
-        params = {"watch": "true", "fieldSelector": f"metadata.name={name}", "timeoutSeconds": "600"}
+        it, from a watch: the operator deletes a fenced Pod within a second, before a poll may look.
+        A watch that times out or breaks is opened again (for up to :data:`HANG` in all)."""
+        params = {"watch": "true", "fieldSelector": f"metadata.name={name}", "timeoutSeconds": "60"}
         path = f"/api/v1/namespaces/{self.ns}/pods"
-        with self.plane.client(timeout=HANG) as c, c.stream("GET", path, params=params) as r:
-            for line in r.iter_lines():
-                pod = (json.loads(line) if line.strip() else {}).get("object") or {}
-                statuses = (pod.get("status") or {}).get("containerStatuses") or []
-                ended = (statuses[0].get("state") or {}).get("terminated") if statuses else None
-                if ended:
-                    found.update(ended)
-                    return
+        deadline = time.monotonic() + HANG
+        while time.monotonic() < deadline:
+            try:
+                with self.plane.client(timeout=90) as c, c.stream("GET", path, params=params) as r:
+                    for line in r.iter_lines():
+                        pod = (json.loads(line) if line.strip() else {}).get("object") or {}
+                        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+                        ended = (statuses[0].get("state") or {}).get("terminated") if statuses else None
+                        if ended:
+                            found.update(ended)
+                            return
+            except httpx.HTTPError:
+                time.sleep(0.5)
 
     def log(self, pod: str) -> str:
         root = self.node.root
