@@ -119,6 +119,15 @@ class NodeRun:
             except httpx.HTTPError:
                 time.sleep(0.5)
 
+    def diagnosis(self, name: str) -> str:
+        """What the tests print for a container that did not end (testsupport/nodediag.py): the
+        Pod's status, its memory cgroups and processes, and the kubelet's and containerd's lines."""
+        from testsupport.nodediag import diagnose  # type: ignore[import-not-found]
+
+        with self.http() as c:
+            r = c.get(f"/api/v1/namespaces/{self.ns}/pods/{name}")
+        return str(diagnose(self.node, r.json() if r.status_code == 200 else None))
+
     def log(self, pod: str) -> str:
         root = self.node.root
         return "".join(p.read_text(errors="replace") for p in root.glob(f"pod-logs/*_{pod}_*/*/*.log"))
@@ -224,7 +233,10 @@ async def node_case(
         watcher = threading.Thread(target=run.watch_end, args=(name1, found), daemon=True)
         watcher.start()
         release.set()
-        ended = await until(lambda: dict(found) or None, "the first container's end")
+        try:
+            ended = await until(lambda: dict(found) or None, "the first container's end")
+        except StackError as e:
+            raise StackError(f"{e}\n{await asyncio.to_thread(run.diagnosis, name1)}") from e
         case.observed["first_container"] = ended.get("reason")
         step(f"the kernel ended {name1}: {ended.get('reason')} (exit {ended.get('exitCode')})")
         second = await until(lambda: run.pod_of(2), "the replacement's Pod")

@@ -17,7 +17,17 @@ from typing import Any
 MEMORY = Path("/sys/fs/cgroup/memory")
 #: cgroup v1 memory files worth reading for a container that should have been OOM-killed.
 _V1_FILES = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.max_usage_in_bytes", "memory.failcnt")
-_STAT_KEYS = ("cache", "rss", "mapped_file", "pgmajfault", "total_inactive_file", "total_active_file")
+#: ``pgpgin``/``pgpgout`` racing while ``rss`` sits just under the limit is thrashing (nodecache.py).
+_STAT_KEYS = (
+    "cache",
+    "rss",
+    "mapped_file",
+    "pgmajfault",
+    "pgpgin",
+    "pgpgout",
+    "total_inactive_file",
+    "total_active_file",
+)
 _PROC_KEYS = ("Name", "State", "VmRSS", "VmHWM")
 
 

@@ -63,7 +63,8 @@ HANG = 300.0
 #: The seat's prompt (the harness command's last argument): found again in the resumed request.
 FIRST_TURN = "list what this seat was asked to do"
 
-pytestmark = [pytest.mark.slow]
+#: Longer than the waits above, so a stuck container fails with ``nodediag.diagnose``'s report.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +183,7 @@ async def test_the_worker_image_oom_killed_by_the_kernel_and_its_replacement_run
     spec["harness"]["credentials"] = {"secretName": "model-account"}
     spec["seats"][0]["project"] = "unknown"  # nothing to clone: no Pod reaches beyond this machine
     spec["podTemplate"] = _template("40Mi")
+    await asyncio.to_thread(real_node.warm, worker_ref)  # killed at its limit, not left thrashing
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("image", spec)
 
@@ -294,6 +296,7 @@ async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel
         spec["checkpointStore"] = {"remote": True}
         spec["podTemplate"] = _template("700Mi", capture_every="0.5")
         store = LocalStore(root)
+        await asyncio.to_thread(real_node.warm, worker_ref)  # killed at its limit, not left thrashing
         async with operator_process(cluster, redis_url, tmp_path, operator_id="op-native", extra_env=env):
             await cluster.create_swarm("native", spec)
 
