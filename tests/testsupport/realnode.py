@@ -38,6 +38,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -50,6 +51,7 @@ from typing import Any
 import httpx
 from agentihooks_demo.controlplane import SERVICE_CIDR, ControlPlane, free_port, write_kubeconfig
 
+from . import nodecache, nodeports
 from .images import PAUSE_REF, pause_image
 
 ROOT = Path(os.environ.get("AGENTIHOOKS_NODE_ROOT", "/var/lib/agentihooks-node"))
@@ -128,7 +130,7 @@ def _iptables_clean() -> None:
                 if ln.startswith(":") and ln[1:].startswith(("KUBE-", "CNI-"))
             }
             for line in saved:
-                parts = line.split()
+                parts = shlex.split(line)  # the rules' comments are quoted and hold spaces
                 if line.startswith("-A ") and parts[1] not in ours and any(c in line for c in ours):
                     _run(tool, "-t", table, "-D", *parts[1:])
             for chain in ours:
@@ -180,6 +182,39 @@ def clean(root: Path = ROOT) -> None:
     shutil.rmtree(root / "kubelet", ignore_errors=True)
 
 
+def leftovers(root: Path = ROOT) -> list[str]:
+    """What a node under ``root`` made that is still there: empty after :func:`clean`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if str(root).encode() in (proc / "cmdline").read_bytes():
+                    found.append(f"process {proc.name} ({(proc / 'comm').read_text().strip()})")
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            point = line.split()[4]
+            if point == str(root) or point.startswith(f"{root}/"):
+                found.append(f"mount {point}")
+    found += [
+        f"network namespace {ns}"
+        for ns in _run("ip", "netns", "list").stdout.split()
+        if ns.startswith("cni-")
+    ]
+    if _run("ip", "link", "show", BRIDGE).returncode == 0:
+        found.append(f"link {BRIDGE}")
+    if f" {NODE_IP}/" in _run("ip", "-4", "addr", "show", "dev", "lo").stdout:
+        found.append(f"address {NODE_IP} on lo")
+    for table in ("filter", "nat", "mangle"):
+        for line in _run("iptables-save", "-t", table).stdout.splitlines():
+            if line.startswith((":KUBE-", ":CNI-")):
+                found.append(f"iptables chain {table}/{line[1:].split()[0]}")
+    base = Path("/sys/fs/cgroup")
+    with contextlib.suppress(OSError):
+        tops = [base / "kubepods", *(p / "kubepods" for p in base.iterdir() if p.is_dir())]
+        found += [f"cgroup {top}" for top in tops if top.is_dir()]
+    return found
+
+
 @dataclass
 class RealNode:
     plane: ControlPlane
@@ -202,13 +237,17 @@ class RealNode:
         if reason is not None:
             raise NodeUnavailable(reason)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = (self.root / "lock").open("a+")
+        lock = (self.root / "lock").open("a+")
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
+            lock.seek(0)
+            holder = lock.read().strip() or "?"
+            lock.close()  # and touch nothing: the node is the holder's (``down`` leaves it alone)
             raise NodeUnavailable(
-                f"another run holds the real node ({self.root / 'lock'}): one per machine"
+                f"another run (pid {holder}) holds the real node ({self.root / 'lock'}): one per machine"
             ) from e
+        self._lock = lock
         self._lock.seek(0)
         self._lock.truncate()
         self._lock.write(str(os.getpid()))
@@ -218,6 +257,9 @@ class RealNode:
         for folder in ("run", "containerd", "kubelet", "logs", "pod-logs", "cni/net.d", "cni/ipam", "pki"):
             (self.root / folder).mkdir(parents=True, exist_ok=True)
         self._network()
+        busy = nodeports.taken(NODE_IP)
+        if busy is not None:
+            raise NodeUnavailable(busy)
         self._start_nodenet()
         self._start_containerd()
         self.import_image(pause_image(IMAGES))
@@ -228,6 +270,10 @@ class RealNode:
         return self
 
     def down(self) -> None:
+        """Stop and remove everything this node made; a node refused at ``up`` (another run holds
+        the lock) made nothing and removes nothing."""
+        if self._lock is None:
+            return
         for name in ("kube-proxy", "kube-scheduler", "kubelet"):
             self._stop(name)
         self._delete_containers()
@@ -321,11 +367,23 @@ state = "{self.root / "run" / "containerd"}"
         return _run("ctr", "--address", str(self.socket), "-n", "k8s.io", *args, timeout=timeout)
 
     def import_image(self, tarball: Path) -> None:
+        """Import (and unpack) an image archive, then warm its files (:meth:`warm`)."""
         res = self.ctr("images", "import", "--no-unpack=false", str(tarball))
         if res.returncode != 0:
             res = self.ctr("images", "import", str(tarball))
         if res.returncode != 0:
             raise NodeUnavailable(f"importing {tarball.name} into containerd failed: {res.stderr.strip()}")
+        for line in res.stdout.splitlines():  # "unpacking REF (sha256:...)...done", one per image
+            if line.startswith("unpacking "):
+                self.warm(line.split()[1])
+
+    def warm(self, ref: str) -> int:
+        """Read the image's files from this process (testsupport/nodecache.py says why: so a Pod
+        past its memory limit is killed, not left thrashing on its own code pages); bytes read."""
+        try:
+            return nodecache.warm(self.ctr, ref)
+        except nodecache.WarmFailed as e:
+            raise NodeUnavailable(str(e)) from e
 
     def process_of(self, pod: dict[str, Any]) -> Path:
         """The /proc folder of the Pod's (first) container's process, found through containerd."""
