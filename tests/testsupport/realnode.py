@@ -592,12 +592,33 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if args == ["clean"]:
-        clean()
+        ROOT.mkdir(parents=True, exist_ok=True)
+        with (ROOT / "lock").open("a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "?"
+                print(
+                    f"real node: a run (pid {holder}) holds {ROOT / 'lock'}; nothing cleaned", file=sys.stderr
+                )
+                return 1
+            clean()
+        left = leftovers()
+        if left:
+            print("real node: still there after cleaning: " + "; ".join(left), file=sys.stderr)
+            return 1
         print(f"real node: cleaned {ROOT}, {BRIDGE}, {NODE_IP} on lo, KUBE-/CNI- chains, kubepods cgroups")
         return 0
     if args == ["check"]:
         reason = why_not()
         print(reason or "this machine can host a real node")
+        left = leftovers()
+        if left:
+            print(
+                "left by an earlier run (the next start, or scripts/node.sh clean, removes it): "
+                + "; ".join(left)
+            )
         return 0 if reason is None else 1
     print("usage: python -m testsupport.realnode clean|check", file=sys.stderr)
     return 2

@@ -16,8 +16,10 @@ Each test brings its own node up on the session's control plane (never beside an
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +27,18 @@ from typing import Any
 
 import pytest
 from testsupport.images import PROBE_REF, probe_image
-from testsupport.realnode import IMAGES, NODE_IP, POD_TEMPLATE, NodeUnavailable, RealNode, leftovers, why_not
+from testsupport.realnode import (
+    IMAGES,
+    NODE_IP,
+    POD_TEMPLATE,
+    REPO,
+    ROOT,
+    NodeUnavailable,
+    RealNode,
+    clean,
+    leftovers,
+    why_not,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsUser": 1000}
@@ -39,7 +52,9 @@ def plane(control_plane: Any) -> Iterator[Any]:
             pytest.fail(f"the real-node tier cannot run here: {reason}")
         pytest.skip(f"no real node: {reason}")
     yield control_plane
-    RealNode(control_plane).down()  # a test that failed half-way: nothing of it stays for the next one
+    with (ROOT / "lock").open("a+") as lock:  # a test that failed half-way: nothing of it stays
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        clean()
 
 
 def _pod(plane: Any, name: str) -> dict[str, Any]:
@@ -98,11 +113,16 @@ def test_a_second_node_is_refused_naming_the_holder_and_the_first_runs_on(plane:
         with pytest.raises(NodeUnavailable, match=rf"another run \(pid {os.getpid()}\) holds the real node"):
             second.up()
         second.down()  # what every caller does after a failed up: here it must touch nothing
+        by_hand = subprocess.run([str(REPO / "scripts" / "node.sh"), "clean"], capture_output=True, text=True)
+        assert by_hand.returncode == 1, by_hand
+        assert f"a run (pid {os.getpid()}) holds" in by_hand.stderr and "nothing cleaned" in by_hand.stderr
         assert all(p.poll() is None for p in first.procs.values()), "the refused node stopped the first"
         first.wait_ready(30)
     finally:
         first.down()
     assert leftovers() == []
+    check = subprocess.run([str(REPO / "scripts" / "node.sh"), "check"], capture_output=True, text=True)
+    assert check.stdout.strip() == "this machine can host a real node", check
 
 
 def test_a_taken_kubelet_port_is_named_with_its_holder_and_nothing_is_left(plane: Any) -> None:
