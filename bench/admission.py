@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import redis
 from agentihooks_operator.recovery import LaunchPlan, Recovery
-from agentihooks_operator.recovery.clock import RedisClock
-from agentihooks_operator.recovery.seats import BATCH
+from agentihooks_operator.recovery.steps.seats import BATCH
+from agentihooks_operator.recovery.store.clock import RedisClock
 from agentihooks_operator.swarm import SwarmSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))

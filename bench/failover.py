@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 import peers
 import realplane
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from realplane import (
     EXE,
     GEN,
@@ -522,7 +522,7 @@ def run(args: argparse.Namespace) -> None:
 def _time_calls() -> None:
     """Log how long every Kubernetes request and every Redis write script of the operator takes."""
     from agentihooks_operator.k8s.client import KubeClient
-    from agentihooks_operator.recovery.writer import Writer
+    from agentihooks_operator.recovery.store.writer import Writer
 
     calls = logging.getLogger("bench.calls")
     kube_call, run_script = KubeClient._call, Writer.run

@@ -59,7 +59,7 @@ import redis
 from agentihooks_checkpoint.catalog import CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_operator.recovery import AttemptObservation, LaunchPlan, LeaseLost, Recovery
-from agentihooks_operator.recovery.clock import RedisClock
+from agentihooks_operator.recovery.store.clock import RedisClock
 from agentihooks_operator.swarm import SwarmSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 import httpx
 import realplane
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from realplane import EXE, GEN, SEAT, SESSION, BenchKubelet, NativeCatalog, note, pct
 from testsupport import kubelet as kl
 from testsupport.images import PROBE_REF, probe_image

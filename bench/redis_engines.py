@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 
 import realplane
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.durable import Durability
+from agentihooks_operator.recovery.store.durable import Durability
 from agentihooks_operator.redisconn import connect
 from realplane import SESSION, TAG, NativeCatalog
 from testsupport.recovery import MemoryLauncher, observe, swarm_spec

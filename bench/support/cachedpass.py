@@ -16,7 +16,7 @@ each beside the baseline measured in the same run: one pipelined Redis read of
 the swarm's snapshot hashes (what a pass read before the seats map had a
 version). The seat check (``ensure_seats``) and the recovery core's snapshot
 are timed alone: both now read the seats map's version, not the map
-(:mod:`agentihooks_operator.recovery.seatsmap`). The section ends with each
+(:mod:`agentihooks_operator.recovery.store.seatsmap`). The section ends with each
 size's quiet pass over the smallest size's, all sizes set up side by side and
 their quiet passes taken in turn (:func:`interleaved_quiet`): a quiet pass should
 cost the same at 50,000 seats as at 100.
@@ -35,8 +35,8 @@ from agentihooks_operator.k8s.podcache import PodCache
 from agentihooks_operator.k8s.pods import OWNER_LABEL, Owner, label, owner_value, pod_name
 from agentihooks_operator.k8s.swarmpass import SwarmPass
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.clock import RedisClock
-from agentihooks_operator.recovery.reads import snapshot
+from agentihooks_operator.recovery.store.clock import RedisClock
+from agentihooks_operator.recovery.store.reads import snapshot
 from agentihooks_operator.swarm import SwarmSpec
 
 NODE = "bench-node"

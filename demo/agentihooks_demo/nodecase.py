@@ -305,7 +305,7 @@ def _card(stack: Stack, **want: Any) -> dict[str, Any] | None:
 def _records(stack: Stack, execution_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The fenced attempt's fence and decision records, as the controller stored them in Redis."""
     import redis
-    from agentihooks_operator.recovery.keys import SwarmKeys
+    from agentihooks_operator.recovery.store.keys import SwarmKeys
 
     keys = SwarmKeys("agentihooks", SWARM, stack.kube.namespace)
     client = redis.Redis.from_url(stack.redis_url)

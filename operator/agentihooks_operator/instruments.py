@@ -38,12 +38,12 @@ from prometheus_client import (
 )
 
 from .recovery.identity import SwarmId
-from .recovery.keys import SwarmKeys
 from .recovery.launcher import ReplacementLauncher
-from .recovery.launchseen import deleted, launched, seen
 from .recovery.models import LaunchPlan
 from .recovery.policy import decider_kind
-from .recovery.records import DecisionRecord, FenceRecord
+from .recovery.steps.launchseen import deleted, launched, seen
+from .recovery.store.keys import SwarmKeys
+from .recovery.store.records import DecisionRecord, FenceRecord
 
 log = logging.getLogger("agentihooks.metrics")
 
@@ -268,15 +268,17 @@ class TimedLauncher:
         return self.inner.exists(execution_id)
 
     def launched(self, execution_id: str) -> bool:
-        """The inner launcher's ``launched`` when it has one (see :func:`~.recovery.launchseen.launched`)."""
+        """The inner launcher's ``launched`` when it has one
+        (see :func:`~.recovery.steps.launchseen.launched`)."""
         return launched(self.inner, execution_id)
 
     def launch_seen(self, execution_id: str) -> str:
-        """The inner launcher's observation (see :func:`~.recovery.launchseen.seen`)."""
+        """The inner launcher's observation (see :func:`~.recovery.steps.launchseen.seen`)."""
         return seen(self.inner, execution_id)
 
     def deleted(self, execution_id: str) -> bool:
-        """The inner launcher's ``deleted`` when it has one (see :func:`~.recovery.launchseen.deleted`)."""
+        """The inner launcher's ``deleted`` when it has one
+        (see :func:`~.recovery.steps.launchseen.deleted`)."""
         return deleted(self.inner, execution_id)
 
     def retire(self, execution_id: str) -> None:

@@ -79,12 +79,12 @@ def run(*, standalone: bool, liveness: str | None = None, **memo_items: Any) -> 
 
 def _refuse_unmigrated(config: Any) -> None:
     """Exit before anything starts while Redis holds swarms under name-only keys (see
-    :mod:`.recovery.layout`); a Redis that does not answer yet is left to the startup handler,
+    :mod:`.recovery.store.layout`); a Redis that does not answer yet is left to the startup handler,
     which checks again and waits for it."""
     import redis
 
     from .k8s.config import connect_redis
-    from .recovery import layout
+    from .recovery.store import layout
 
     try:
         client = connect_redis(config)

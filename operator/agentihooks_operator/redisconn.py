@@ -16,7 +16,7 @@ how it runs:
 
 The password (``AGENTIHOOKS_REDIS_PASSWORD``, or one written in the URL) is the
 data nodes'; Sentinels that need their own take
-``AGENTIHOOKS_REDIS_SENTINEL_PASSWORD``. A :class:`~.recovery.durable.Durability`
+``AGENTIHOOKS_REDIS_SENTINEL_PASSWORD``. A :class:`~.recovery.store.durable.Durability`
 (``AGENTIHOOKS_REDIS_WAIT_REPLICAS``) is attached to the client returned.
 
 Over TLS (``rediss://`` and its Cluster and Sentinel forms) the server's
@@ -35,7 +35,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.sentinel import Sentinel
 
-from .recovery.durable import Durability, attach
+from .recovery.store.durable import Durability, attach
 
 Mode = Literal["standalone", "cluster", "sentinel"]
 URL_SETTING = "AGENTIHOOKS_REDIS_URL"

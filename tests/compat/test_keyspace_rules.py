@@ -12,8 +12,8 @@ import json
 import redis
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.keys import ORIGINAL_KEYSPACE, SCRIPT_PARTS, SwarmKeys
-from agentihooks_operator.recovery.records import ControlOwner, Heartbeat
+from agentihooks_operator.recovery.store.keys import ORIGINAL_KEYSPACE, SCRIPT_PARTS, SwarmKeys
+from agentihooks_operator.recovery.store.records import ControlOwner, Heartbeat
 from testsupport.recovery import MemoryLauncher, observe, swarm_spec
 from typer.testing import CliRunner
 

@@ -1,6 +1,6 @@
 """A real HTTP account broker on 127.0.0.1 for tests: counts every release it applies.
 
-It speaks the protocol of ``agentihooks_operator.recovery.broker`` and has
+It speaks the protocol of ``agentihooks_operator.recovery.steps.broker`` and has
 modes that a test switches at any time:
 
 * ``normal`` — applies a release and answers 200; answers state queries.

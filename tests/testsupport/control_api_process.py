@@ -34,7 +34,7 @@ from agentihooks_operator.api import ApiState, SwarmRegistry
 from agentihooks_operator.api.auth import sha256_hex
 from agentihooks_operator.api.server import run_control_api
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.records import StoredOutcome
+from agentihooks_operator.recovery.store.records import StoredOutcome
 from agentihooks_operator.swarm import SwarmSpec
 
 from testsupport.recovery import MemoryLauncher

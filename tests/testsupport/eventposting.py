@@ -9,7 +9,7 @@ from typing import Any
 
 from agentihooks_operator.k8s.pods import Owner
 from agentihooks_operator.k8s.swarmpass import SwarmPass
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec
 
 SPEC = SwarmSpec.model_validate(

@@ -166,7 +166,7 @@ def keys_of(client, swarm: str, prefix: str = "agentihooks"):  # type: ignore[no
     """The keys of the one namespace's ``swarm`` that Redis holds (the operator names keys by
     namespace and name); two namespaces holding it is an error here. Before any key is written,
     the keys of a namespace no test uses: every read of them is empty."""
-    from agentihooks_operator.recovery.keys import SwarmKeys
+    from agentihooks_operator.recovery.store.keys import SwarmKeys
 
     found = {
         k.decode().split("{", 1)[1].split("/", 1)[0]

@@ -19,8 +19,8 @@ from aiohttp import web
 
 from ..k8s.errors import ApiError
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
-from ..recovery.durable import NotReplicated
 from ..recovery.errors import StoreUnavailable
+from ..recovery.store.durable import NotReplicated
 from .authn import authenticate
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader

@@ -31,7 +31,7 @@ import redis
 from aiohttp import web
 
 from ..recovery.errors import RecoveryRefused
-from ..recovery.records import ControlOwner
+from ..recovery.store.records import ControlOwner
 from .assertion import ASSERTIONS, HEADER, AssertionRefused, Assertions
 from .common import (
     FORWARDED,

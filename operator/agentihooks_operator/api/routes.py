@@ -13,7 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from ..recovery.models import RecoveryEvent
-from ..recovery.records import StoredOutcome
+from ..recovery.store.records import StoredOutcome
 from ..swarm import IDENTIFIER
 from . import routes_decisions, routes_ops, routes_relaunch, routes_store, routes_swarms, routes_workers
 from .routes_relaunch import RelaunchAnswer, RelaunchRequest, RestoreRefusalAnswer, RestoreRefusalReport

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..recovery import RecoveryRefused
 from ..recovery.models import EXECUTION_ID
-from ..recovery.records import RefusalRecord
+from ..recovery.store.records import RefusalRecord
 from .common import (
     answer,
     blocking,

@@ -26,7 +26,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import POINTER_SIZE_CAP, CheckpointStore
 from aiohttp import web
 
-from ..recovery.records import AttemptRecord
+from ..recovery.store.records import AttemptRecord
 from .common import (
     BODY_TIMEOUT,
     WORKER_FOUND,

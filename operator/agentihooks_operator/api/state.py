@@ -18,7 +18,7 @@ from agentihooks_checkpoint.catalog import CheckpointCatalog, EmptyCatalog
 from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from ..instruments import OperatorMetrics
-from ..recovery.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
+from ..recovery.store.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
 from .errors import unknown_swarm
 from .peers import LoopbackPeers, Peers
 from .quotas import Quotas

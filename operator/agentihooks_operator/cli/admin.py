@@ -44,7 +44,7 @@ import redis
 import typer
 
 from ..recovery.errors import InvalidInput
-from ..recovery.keys import SwarmKeys
+from ..recovery.store.keys import SwarmKeys
 from ..redisconn import connect, parse
 from .client import EXIT_REFUSED, EXIT_UNREACHABLE, CliError
 from .migration import KeyMigration, LeaseHeld, Step

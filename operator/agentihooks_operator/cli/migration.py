@@ -24,9 +24,9 @@ from typing import Any, Literal
 import redis
 from pydantic import ValidationError
 
-from ..recovery.keys import SwarmKeys
-from ..recovery.layout import glob_literal
-from ..recovery.records import AttemptRecord
+from ..recovery.store.keys import SwarmKeys
+from ..recovery.store.layout import glob_literal
+from ..recovery.store.records import AttemptRecord
 
 Action = Literal[
     "move", "same", "merge", "raise-epoch", "keep-epoch", "adopt", "drop-stale-lease", "conflict"

@@ -14,7 +14,7 @@ import redis
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ..recovery.durable import Durability
+from ..recovery.store.durable import Durability
 from ..redisconn import connect, parse
 from .podpolicy import TemplatePolicy
 

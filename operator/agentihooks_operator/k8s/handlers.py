@@ -39,12 +39,13 @@ from pydantic import ValidationError
 
 from .. import instruments, logs
 from ..instruments import TimedLauncher
-from ..recovery import HttpBrokers, LeaseLost, Recovery, layout
-from ..recovery.clock import RedisClock
+from ..recovery import HttpBrokers, LeaseLost, Recovery
 from ..recovery.errors import RecoveryError
 from ..recovery.identity import SwarmId
-from ..recovery.keys import SwarmKeys
 from ..recovery.lease import LeaseChurn
+from ..recovery.store import layout
+from ..recovery.store.clock import RedisClock
+from ..recovery.store.keys import SwarmKeys
 from ..swarm import SwarmSpec
 from . import conditions, podcache, specstatus
 from .client import KubeClient, follow_kubeconfig_env
@@ -428,7 +429,7 @@ async def _loop(
         try:
             # The spec is parsed once per generation (the API server bumps it on every spec change):
             # a pass of an unchanged Swarm of 50,000 seats validates nothing, and keeps the same spec
-            # object, which the seat check then recognises (:class:`..recovery.seats.Admitted`).
+            # object, which the seat check then recognises (:class:`..recovery.steps.seats.Admitted`).
             if parsed is not None and isinstance(generation, int) and parsed[0] == generation:
                 spec = parsed[1]
             else:

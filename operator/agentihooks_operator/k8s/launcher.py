@@ -26,7 +26,7 @@ Before anything of an attempt is created, the seat's provider credential Secret 
 the worker Pod references. A missing or unusable Secret, or a Pod the API server's admission refuses
 (Pod Security, quota), raises :class:`~..recovery.errors.LaunchBlocked`: the core keeps the launch
 ``unknown`` with that reason, which the seat's card and a ``LaunchBlocked`` Event show, and sends it
-again after a wait that grows with each refusal (:mod:`..recovery.launchwait`).
+again after a wait that grows with each refusal (:mod:`..recovery.steps.launchwait`).
 The Pod is built from ``spec.podTemplate`` under the operator's fields
 (:mod:`.podtemplate`); template values the operator's overrode are named in a ``PodTemplateIgnored``
 Warning Event.

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import redis
 
-from ..recovery.keys import SwarmKeys
+from ..recovery.store.keys import SwarmKeys
 
 
 def leftovers_key(keys: SwarmKeys) -> str:

@@ -22,9 +22,9 @@ from typing import Any
 
 import redis
 
-from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
-from ..recovery.records import AttemptRecord
+from ..recovery.store.keys import SwarmKeys
+from ..recovery.store.records import AttemptRecord
 from .classify import Verdict, apply_pull_grace, classify
 from .pods import label, owned_by, pod_name
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import redis
 
-from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
-from ..recovery.records import AttemptRecord
+from ..recovery.store.keys import SwarmKeys
+from ..recovery.store.records import AttemptRecord
 from .client import KubeClient
 from .errors import ApiError
 from .observe import split_foreign

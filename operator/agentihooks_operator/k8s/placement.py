@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import redis
 
-from ..recovery.keys import SwarmKeys
+from ..recovery.store.keys import SwarmKeys
 from .membership import Members, Membership
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ evidence that such a Pod was once created. A launch whose create's answer was
 lost, and whose Pod someone deleted before a pass looked, reads as "absent",
 which alone cannot tell "never created" from "created, then deleted"; this
 evidence tells them apart, so the attempt is not launched a second time
-(:meth:`was_deleted`, used by :func:`..recovery.launching.launch_step`).
+(:meth:`was_deleted`, used by :func:`..recovery.steps.launching.launch_step`).
 """
 
 from __future__ import annotations

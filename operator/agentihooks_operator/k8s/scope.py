@@ -15,7 +15,7 @@ attempts something may have changed for:
 
 The seats map (seat → current attempt) costs one round trip per pass whose
 reply is its version token alone while no seat changed, whatever the swarm's
-size (:mod:`..recovery.seatsmap`); the map itself crosses only when it changed. The
+size (:mod:`..recovery.store.seatsmap`); the map itself crosses only when it changed. The
 attempt records (JSON) are read only for the attempts chosen, in one more
 round trip, skipped when none is. An attempt whose record is no longer
 ``admitted`` (fenced, relaunched) is remembered and not read again. The pass
@@ -34,10 +34,10 @@ from typing import Any
 
 import redis
 
-from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
-from ..recovery.records import AttemptRecord
-from ..recovery.seatsmap import SeatsReader
+from ..recovery.store.keys import SwarmKeys
+from ..recovery.store.records import AttemptRecord
+from ..recovery.store.seatsmap import SeatsReader
 from .pods import pod_name
 
 #: Verdicts that no later Pod event is needed to change.

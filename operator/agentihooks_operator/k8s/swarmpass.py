@@ -32,9 +32,9 @@ import redis
 
 from ..logs import carry
 from ..recovery import LeaseLost, PassReport, Recovery
-from ..recovery.keys import SwarmKeys
 from ..recovery.models import AttemptObservation
-from ..recovery.records import AttemptRecord
+from ..recovery.store.keys import SwarmKeys
+from ..recovery.store.records import AttemptRecord
 from ..swarm import SwarmSpec
 from .client import KubeClient, describe_refusal
 from .conditions import Verdict, of_pass, ready

@@ -12,7 +12,7 @@ from typing import Any
 from ..api.auth import Caller
 from ..api.registry import SwarmEntry
 from ..api.state import ApiState
-from ..recovery.records import RECOVERY_PENDING, AttemptRecord, LedgerRow
+from ..recovery.store.records import RECOVERY_PENDING, AttemptRecord, LedgerRow
 
 
 def _s(v: bytes | str | None) -> str | None:

@@ -4,7 +4,6 @@ A library with no Kubernetes in it. See ``docs/concepts.md`` for the ideas and
 :class:`Recovery` for the entry point.
 """
 
-from .broker import AccountBroker, HttpBroker, HttpBrokers
 from .errors import (
     NO_CHECKPOINT,
     NOT_PENDING,
@@ -30,8 +29,9 @@ from .models import (
     RelaunchResult,
     StepProgress,
 )
-from .records import FenceRecord, LedgerRow, RefusalRecord, StoredOutcome
 from .recovery import Recovery
+from .steps.broker import AccountBroker, HttpBroker, HttpBrokers
+from .store.records import FenceRecord, LedgerRow, RefusalRecord, StoredOutcome
 
 __all__ = [
     "NOT_PENDING",

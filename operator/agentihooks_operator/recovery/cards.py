@@ -24,9 +24,9 @@ from . import held
 from .context import Ctx
 from .models import HandoffCard
 from .policy import card_reason, resume_label
-from .reads import Attempt, attempts
 from .relaunch import view as relaunch_view
-from .writer import Writer
+from .store.reads import Attempt, attempts
+from .store.writer import Writer
 
 #: The values of ``HandoffCard.binding``.
 RECOVERING, AWAITING, BOUND = "recovering", "awaiting decision", "bound"

@@ -12,12 +12,12 @@ from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
 from agentihooks_checkpoint.scope import StoreScope
 
 from ..swarm import SwarmSpec
-from .broker import AccountBroker, BrokerSource, HttpBrokers
 from .launcher import FaultInjector, ReplacementLauncher
-from .launchwait import LaunchWaits
 from .policy import usable_checkpoints
+from .steps.broker import AccountBroker, BrokerSource, HttpBrokers
+from .steps.launchwait import LaunchWaits
+from .store.writer import Writer
 from .verified import Verifications
-from .writer import Writer
 
 
 def new_execution_id() -> str:

@@ -57,7 +57,7 @@ class LaunchBlocked(RecoveryError):
 
     Nothing was created that a retry would not reuse. ``message`` says what and how to fix it, never a
     credential's content; ``reason`` is a fixed word (``credential``, ``admission``). The launch step
-    stays ``unknown`` and is sent again, with growing waits (:mod:`.launchwait`), until it goes through.
+    stays ``unknown`` and is sent again, with growing waits (:mod:`.steps.launchwait`), until it goes through.
     """
 
     def __init__(self, message: str, *, reason: str) -> None:

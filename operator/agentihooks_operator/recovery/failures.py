@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .fencing import Failure
 from .models import AttemptObservation
-from .reads import Snapshot
-from .writer import Writer
+from .steps.fencing import Failure
+from .store.reads import Snapshot
+from .store.writer import Writer
 
 
 def narrow(w: Writer, o: AttemptObservation) -> Snapshot:

@@ -1,4 +1,4 @@
-"""Held recoveries: the Python side of the ``held-recoveries`` records (scripts in :mod:`.held_lua`).
+"""Held recoveries: the Python side of the ``held-recoveries`` records (scripts in :mod:`.store.held_lua`).
 
 A recovery is held at a step whose outcome is unknown and cannot be observed
 by the controller. The record names the call id, the attempt, the step, when
@@ -17,7 +17,7 @@ import secrets
 
 from .context import Ctx
 from .models import HeldStep
-from .records import FenceRecord, HeldRecovery
+from .store.records import FenceRecord, HeldRecovery
 
 #: A held recovery expires this long after it was held or last resumed.
 TTL_MS = 30 * 60 * 1000

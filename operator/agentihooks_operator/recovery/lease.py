@@ -38,10 +38,10 @@ import uuid
 import redis
 from redis.sentinel import MasterNotFoundError
 
-from .durable import NotReplicated, run_script
-from .lua import LEASE, RELEASE_LEASE
-from .records import ControlOwner
-from .writer import Writer
+from .store.durable import NotReplicated, run_script
+from .store.lua import LEASE, RELEASE_LEASE
+from .store.records import ControlOwner
+from .store.writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
 

@@ -2,7 +2,7 @@
 
 The operator classifies Pods into :class:`AttemptObservation`; the core answers
 with :class:`PassReport`, :class:`LaunchPlan` (what to create), decisions and
-handoff cards. Stored records live in :mod:`.records`.
+handoff cards. Stored records live in :mod:`.store.records`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Literal
 from agentihooks_checkpoint.directive import IDENTIFIER, RestoreDirective
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from .records import DecisionMode, RestoreSource, StoredOutcome
+from .store.records import DecisionMode, RestoreSource, StoredOutcome
 
 EXECUTION_ID = r"^exe-[0-9a-f]{32}$"
 EXECUTION_RE = re.compile(EXECUTION_ID)
@@ -196,7 +196,7 @@ class HandoffCard(_Model):
     #: Why the seat's current attempt cannot be launched yet (a missing or unreadable provider
     #: credential Secret, the API server refusing the Pod); nothing runs until it is fixed.
     launch_blocked: str | None = None
-    #: When (ms) the blocked launch is tried next: the waits between tries grow (:mod:`.launchwait`).
+    #: When (ms) the blocked launch is tried next: the waits between tries grow (:mod:`.steps.launchwait`).
     launch_retry_at: int | None = None
 
 

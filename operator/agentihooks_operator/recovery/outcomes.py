@@ -15,8 +15,8 @@ from agentihooks_checkpoint.directive import IDENTIFIER, RestoreOutcome
 from .context import Ctx
 from .errors import InvalidInput, RecoveryRefused
 from .models import EXECUTION_RE
-from .reads import attempts, one
-from .records import StoredOutcome
+from .store.reads import attempts, one
+from .store.records import StoredOutcome
 
 NOT_OWN = "an outcome is accepted only from the replacement's own execution"
 NOT_REPLACEMENT = "this execution is not a replacement with an accepted directive"

@@ -31,17 +31,17 @@ from collections.abc import Callable, Sequence
 from ..errors import OperatorError
 from ..logs import about_attempt
 from ..swarm import SwarmSpec
-from . import choices
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost
 from .failures import failures_of, narrow
 from .fanout import Fanout, InFlight
-from .fencing import Failure, fence_step, recover
-from .launching import launch_step
 from .models import AttemptObservation, PassReport
-from .reads import Attempt, Snapshot, attempts, snapshot
-from .records import LedgerRow
 from .relaunch import finish_retire
+from .steps import choices
+from .steps.fencing import Failure, fence_step, recover
+from .steps.launching import launch_step
+from .store.reads import Attempt, Snapshot, attempts, snapshot
+from .store.records import LedgerRow
 
 log = logging.getLogger("agentihooks.recovery")
 

@@ -11,7 +11,7 @@ from agentihooks_checkpoint.catalog import CheckpointSummary, newest_compatible
 from agentihooks_checkpoint.directive import Continuity, RestoreDirective, parse_directive
 
 from .models import Choice
-from .records import FenceRecord
+from .store.records import FenceRecord
 
 RESUME_NATIVE = "Resume native"
 CONTINUE_FROM_CONTEXT = "Continue from context"

@@ -17,12 +17,10 @@ from agentihooks_checkpoint.scope import StoreScope
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
-from . import choices, credentials, held, outcomes, relaunch, resume, seats, telemetry
-from .broker import BrokerSource
+from . import held, outcomes, relaunch, resume
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
 from .fanout import InFlight
-from .keys import SwarmKeys
 from .launcher import FaultInjector, ReplacementLauncher, no_faults
 from .lease import Lease, LeaseChurn
 from .models import (
@@ -38,10 +36,14 @@ from .models import (
     RelaunchResult,
 )
 from .passes import run_one, run_pass
-from .reads import current_attempts, one
-from .records import AttemptRecord, RefusalRecord, StoredOutcome
-from .seatsmap import SeatsReader
-from .writer import Writer
+from .steps import choices, credentials, seats
+from .steps.broker import BrokerSource
+from .store import telemetry
+from .store.keys import SwarmKeys
+from .store.reads import current_attempts, one
+from .store.records import AttemptRecord, RefusalRecord, StoredOutcome
+from .store.seatsmap import SeatsReader
+from .store.writer import Writer
 
 log = logging.getLogger("agentihooks.recovery")
 
@@ -83,7 +85,7 @@ class Recovery:
         self._spec: SwarmSpec | None = None
         #: Attempts a thread of this process is advancing (a pass or :meth:`recover_one`).
         self._inflight = InFlight()
-        #: The seat names admitted so far, read again only when seats were admitted (:mod:`.seatsmap`).
+        #: The seat names admitted so far, read again only when seats were admitted (:mod:`.store.seatsmap`).
         self._admitted = seats.Admitted(SeatsReader(client, self.keys, "names"))
 
     # -- lease -------------------------------------------------------------------------------

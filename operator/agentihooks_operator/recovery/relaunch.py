@@ -31,11 +31,11 @@ from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE, REASON_CAP, SOURCE_
 from ..swarm import SwarmSpec
 from .context import Ctx, new_execution_id, new_grant_id
 from .errors import NOT_REFUSED, InvalidInput, RecoveryRefused
-from .launching import launch_step, mint
 from .models import EXECUTION_RE, RelaunchResult, RestoreRefusedView
 from .policy import FRESH
-from .reads import Attempt, one
-from .records import AttemptRecord, GrantRecord, RefusalRecord
+from .steps.launching import launch_step, mint
+from .store.reads import Attempt, one
+from .store.records import AttemptRecord, GrantRecord, RefusalRecord
 
 NOT_REPLACEMENT = "only a replacement with an accepted directive reports a refused restore"
 NOT_CURRENT = "this replacement is no longer the seat's current attempt"

@@ -21,13 +21,13 @@ from typing import Any
 
 from ..swarm import SwarmSpec
 from . import held
-from .account import STEP, confirm, send
 from .context import Ctx
 from .errors import InjectedFault, LeaseLost, ResumeRefused
-from .fencing import recover
 from .models import PassReport, RecoveryProgress, StepProgress
-from .reads import Attempt, one
-from .records import HeldRecovery, StepStatus
+from .steps.account import STEP, confirm, send
+from .steps.fencing import recover
+from .store.reads import Attempt, one
+from .store.records import HeldRecovery, StepStatus
 
 log = logging.getLogger("agentihooks.recovery")
 

@@ -92,7 +92,7 @@ def test_a_refused_kubernetes_call_is_502_naming_its_status(world: World) -> Non
 def test_a_write_not_confirmed_on_the_replicas_is_503_and_the_retry_decides(world: World) -> None:
     """Found by the fault campaign: a decision whose guarded write timed out in ``WAIT`` (a frozen
     Redis replica) was answered 500. Its outcome is unknown: 503 ``not_replicated``, retry."""
-    from agentihooks_operator.recovery.durable import NotReplicated
+    from agentihooks_operator.recovery.store.durable import NotReplicated
 
     eid = world.fail()
     recovery = world.recoveries["swarm-a"]
@@ -117,7 +117,7 @@ def test_a_write_redis_did_not_answer_is_503_and_the_retry_decides(
     answered ``500 internal``. The write's outcome is unknown and the retry replays it: 503
     ``redis_unavailable`` with ``Retry-After``, and the retry decides once."""
     import redis.sentinel
-    from agentihooks_operator.recovery import writer
+    from agentihooks_operator.recovery.store import writer
 
     kind = getattr(redis.exceptions, error, None) or getattr(redis.sentinel, error)
     eid = world.fail()
@@ -144,7 +144,7 @@ def test_a_write_redis_refused_as_a_script_error_stays_500(
     """A script error is a fault of the write, not a failover: no retry would fix it, so it is not
     dressed as temporary."""
     import redis
-    from agentihooks_operator.recovery import writer
+    from agentihooks_operator.recovery.store import writer
 
     eid = world.fail()
 
@@ -164,7 +164,7 @@ def test_a_request_whose_clients_close_because_the_operator_stops_is_503_not_500
     Kubernetes clients while a decision is in flight, and the request failed with a ``ValueError``
     answered ``500 internal``. Once the operator was told to stop, such a failure is temporary:
     ``503 stopping`` with ``Retry-After``; the decision posted again (to any replica) replays it."""
-    from agentihooks_operator.recovery import writer
+    from agentihooks_operator.recovery.store import writer
 
     eid = world.fail()
     stopping = [False]
@@ -185,7 +185,7 @@ def test_a_request_whose_clients_close_because_the_operator_stops_is_503_not_500
 
 
 def test_an_unexpected_failure_while_running_stays_500(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agentihooks_operator.recovery import writer
+    from agentihooks_operator.recovery.store import writer
 
     eid = world.fail()
     monkeypatch.setattr(writer, "run_script", raising_once(writer.run_script, ValueError("boom"))[0])

@@ -16,8 +16,8 @@ from agentihooks_operator.api import ApiState, SwarmRegistry
 from agentihooks_operator.api.metrics import GLOBAL
 from agentihooks_operator.instruments import OperatorMetrics, TimedLauncher
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.clock import RedisClock
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.clock import RedisClock
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 from testsupport.control_api import MASTER_A, World, live_api

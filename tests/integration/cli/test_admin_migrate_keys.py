@@ -20,7 +20,7 @@ import redis
 import yaml
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.layout import unmigrated
+from agentihooks_operator.recovery.store.layout import unmigrated
 from click.testing import Result
 from testsupport.recovery import MemoryLauncher, swarm_spec
 from typer.testing import CliRunner
@@ -311,7 +311,7 @@ def test_a_migration_cut_after_any_step_leaves_each_key_under_one_name_and_finis
     """Each step is one transaction: whichever step a kill stops after, every part is under exactly one
     layout, and running the command again ends where an uninterrupted run ends."""
     from agentihooks_operator.cli.migration import KeyMigration
-    from agentihooks_operator.recovery.keys import SwarmKeys
+    from agentihooks_operator.recovery.store.keys import SwarmKeys
 
     write_earlier_release(client)
     client.rpush(OLD + "tasks-log", "a", "b")  # and one part only the original wrote

@@ -19,8 +19,8 @@ from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.cli.migration import KeyMigration
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.keys import SwarmKeys
-from agentihooks_operator.recovery.layout import unmigrated
+from agentihooks_operator.recovery.store.keys import SwarmKeys
+from agentihooks_operator.recovery.store.layout import unmigrated
 from agentihooks_operator.redisconn import connect
 from testsupport.recovery import MemoryLauncher, swarm_spec
 from typer.testing import CliRunner

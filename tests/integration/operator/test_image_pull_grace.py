@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 from agentihooks_operator.k8s.observe import pull_since_key
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator
 from testsupport.node import RealKubelet as Kubelet

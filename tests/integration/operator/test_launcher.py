@@ -14,7 +14,7 @@ from agentihooks_operator.k8s.launcher import KubernetesLauncher
 from agentihooks_operator.k8s.leftovers import Leftovers, RedisLeftovers
 from agentihooks_operator.k8s.pods import Owner
 from agentihooks_operator.recovery import LaunchPlan
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import SecretStr
 from testsupport.realcluster import RealCluster as Cluster

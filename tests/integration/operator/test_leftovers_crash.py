@@ -23,7 +23,7 @@ import redis
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.k8s.leftovers import leftovers_key
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.checkpoints import build_checkpoint
 from testsupport.kube import eventually, operator_process

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process
 from testsupport.node import MERGE

@@ -27,7 +27,7 @@ from typing import Any
 
 import redis
 import yaml
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.controlplane import write_kubeconfig
 from testsupport.kube import eventually, running_operator

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator
 from testsupport.node import MERGE

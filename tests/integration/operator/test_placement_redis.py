@@ -11,7 +11,7 @@ import time
 
 import redis
 from agentihooks_operator.k8s.placement import Placement, Timing
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 
 
 class Clock:

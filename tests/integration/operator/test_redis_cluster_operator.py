@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.keys import SwarmKeys
-from agentihooks_operator.recovery.records import FenceRecord
+from agentihooks_operator.recovery.store.keys import SwarmKeys
+from agentihooks_operator.recovery.store.records import FenceRecord
 from agentihooks_operator.redisconn import connect
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import redis
 from agentihooks_operator.k8s.placement import preferred
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet as Kubelet

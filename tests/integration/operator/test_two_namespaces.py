@@ -25,8 +25,8 @@ import pytest
 import redis
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import FenceRecord
-from agentihooks_operator.recovery.keys import SwarmKeys
-from agentihooks_operator.recovery.layout import unmigrated
+from agentihooks_operator.recovery.store.keys import SwarmKeys
+from agentihooks_operator.recovery.store.layout import unmigrated
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet

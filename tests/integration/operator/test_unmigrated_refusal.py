@@ -15,8 +15,8 @@ import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_operator.cli.main import app
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.keys import SwarmKeys
-from agentihooks_operator.recovery.layout import unmigrated
+from agentihooks_operator.recovery.store.keys import SwarmKeys
+from agentihooks_operator.recovery.store.layout import unmigrated
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster

@@ -7,7 +7,8 @@ import logging
 
 import pytest
 from agentihooks_checkpoint.catalog import EmptyCatalog
-from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING, InvalidInput, RecoveryRefused, choices
+from agentihooks_operator.recovery import NO_CHECKPOINT, NOT_PENDING, InvalidInput, RecoveryRefused
+from agentihooks_operator.recovery.steps import choices
 from testsupport.recovery import dump_keys, observe
 
 

@@ -212,7 +212,7 @@ def test_telemetry_records_fence_and_recovery_events(make, spec, checkpoint) -> 
 
 
 def test_event_stream_is_bounded(make, client, spec) -> None:  # type: ignore[no-untyped-def]
-    from agentihooks_operator.recovery import writer
+    from agentihooks_operator.recovery.store import writer
 
     r, eid = start(make, spec)
     old = writer.EVENTS_MAXLEN

@@ -9,7 +9,7 @@ from typing import Literal
 import pytest
 from agentihooks_operator.recovery import LaunchPlan
 from agentihooks_operator.recovery.errors import LaunchBlocked
-from agentihooks_operator.recovery.launchwait import CAP_INTERVALS, LaunchWaits
+from agentihooks_operator.recovery.steps.launchwait import CAP_INTERVALS, LaunchWaits
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.recovery import MemoryLauncher, swarm_doc, swarm_spec
 

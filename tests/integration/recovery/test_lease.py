@@ -12,8 +12,8 @@ import redis
 from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_operator.recovery import LeaseLost
 from agentihooks_operator.recovery import lease as lease_module
-from agentihooks_operator.recovery.durable import Durability, NotReplicated, attach
 from agentihooks_operator.recovery.lease import LeaseChurn
+from agentihooks_operator.recovery.store.durable import Durability, NotReplicated, attach
 from agentihooks_operator.redisconn import connect
 from redis.sentinel import MasterNotFoundError
 from testsupport.recovery import dump_keys, observe, swarm_spec

@@ -14,7 +14,7 @@ import json
 import pytest
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
+from agentihooks_operator.recovery.store.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
 from agentihooks_operator.redisconn import connect
 from redis.cluster import RedisCluster
 from redis.exceptions import ClusterCrossSlotError, MovedError, RedisClusterException

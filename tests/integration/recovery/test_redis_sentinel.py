@@ -19,9 +19,15 @@ import pytest
 import redis
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.recovery import Recovery
-from agentihooks_operator.recovery.durable import Durability, NotReplicated, attach, attached, run_script
 from agentihooks_operator.recovery.errors import RecoveryError
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.durable import (
+    Durability,
+    NotReplicated,
+    attach,
+    attached,
+    run_script,
+)
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.redisconn import connect
 from testsupport.counting import CountingConnection, counted
 from testsupport.recovery import MemoryLauncher, dump_keys, observe, swarm_spec

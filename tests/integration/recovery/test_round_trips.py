@@ -8,8 +8,8 @@ default one.
 from __future__ import annotations
 
 import pytest
-from agentihooks_operator.recovery.clock import RedisClock
 from agentihooks_operator.recovery.fanout import WORKERS
+from agentihooks_operator.recovery.store.clock import RedisClock
 from testsupport.counting import CountingConnection, counted, warm_pool
 from testsupport.recovery import observe, swarm_spec
 

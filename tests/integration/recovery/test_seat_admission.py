@@ -10,7 +10,7 @@ import math
 
 import pytest
 from agentihooks_operator.recovery import InjectedFault, LeaseLost
-from agentihooks_operator.recovery.clock import RedisClock
+from agentihooks_operator.recovery.store.clock import RedisClock
 from testsupport.counting import CountingConnection, counted
 from testsupport.recovery import swarm_spec
 

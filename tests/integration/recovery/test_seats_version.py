@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from agentihooks_operator.k8s.scope import Scope
-from agentihooks_operator.recovery import lua, lua_bodies, relaunch_lua
-from agentihooks_operator.recovery.seatsmap import SeatsReader
+from agentihooks_operator.recovery.store import lua, lua_bodies, relaunch_lua
+from agentihooks_operator.recovery.store.seatsmap import SeatsReader
 from testsupport.counting import CountingConnection, counted
 from testsupport.recovery import observe, swarm_spec
 
@@ -100,7 +100,7 @@ def test_a_map_an_older_release_left_without_a_version_gets_one_from_its_first_r
 def test_a_full_read_of_every_current_attempt_is_not_bounded_by_luas_stack(make, client) -> None:  # type: ignore[no-untyped-def]
     """Before, one ``unpack`` of every seat's attempt failed past about 8,000 seats ('too many
     results to unpack'): the full pass of a large swarm failed every time."""
-    from agentihooks_operator.recovery.reads import current_attempts
+    from agentihooks_operator.recovery.store.reads import current_attempts
 
     r = make()
     spec = swarm_spec(9000)

@@ -170,7 +170,7 @@ def start_worker(fleet: Fleet, plan: LaunchPlan, **env: str) -> subprocess.Popen
 
 
 def stored_outcome(fleet: Fleet, execution_id: str) -> dict[str, Any] | None:
-    from agentihooks_operator.recovery.keys import SwarmKeys
+    from agentihooks_operator.recovery.store.keys import SwarmKeys
 
     raw = fleet.client.hget(SwarmKeys("agentihooks", "swarm-a").restore_outcomes, execution_id)
     return json.loads(raw) if raw else None

@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 import redis
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 
 from .. import faultproxy
 from .. import kubelet as kl

@@ -11,7 +11,7 @@ from agentihooks_operator.k8s.errors import InvalidSwarm
 from agentihooks_operator.k8s.events import Notice, events_for, notice_of_telemetry
 from agentihooks_operator.k8s.handlers import parse_spec
 from agentihooks_operator.k8s.observe import observe
-from agentihooks_operator.recovery.records import AttemptRecord
+from agentihooks_operator.recovery.store.records import AttemptRecord
 from testsupport import kubelet as kl
 
 GOOD: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import Any
 from agentihooks_operator.k8s.passreads import PassReads
 from agentihooks_operator.k8s.pods import Owner
 from agentihooks_operator.recovery.identity import SwarmId
-from agentihooks_operator.recovery.keys import SwarmKeys
+from agentihooks_operator.recovery.store.keys import SwarmKeys
 
 
 def _node(name: str, ready: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import redis
 from agentihooks_operator.k8s.config import OperatorConfig, connect_redis
-from agentihooks_operator.recovery.durable import Durability, attach, attached
+from agentihooks_operator.recovery.store.durable import Durability, attach, attached
 from agentihooks_operator.redisconn import RedisTarget, connect, parse
 from pydantic import ValidationError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agentihooks_operator.recovery.errors import InvalidInput, RecoveryRefused
 from agentihooks_operator.recovery.identity import AMBIGUOUS, SwarmId, resolve
-from agentihooks_operator.recovery.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
+from agentihooks_operator.recovery.store.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
 from redis.crc import key_slot
 
 TEAM_A = SwarmId("team-a", "eng")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from agentihooks_operator.recovery.errors import InvalidInput
-from agentihooks_operator.recovery.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
+from agentihooks_operator.recovery.store.keys import OUTSIDE_PARTS, SCRIPT_PARTS, SwarmKeys
 
 
 def test_outside_parts_share_the_swarm_slot_and_never_enter_scripts() -> None:

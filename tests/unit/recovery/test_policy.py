@@ -6,8 +6,8 @@ import pytest
 from agentihooks_checkpoint.errors import MalformedDirective
 from agentihooks_operator.recovery import policy
 from agentihooks_operator.recovery.errors import InvalidInput
-from agentihooks_operator.recovery.keys import SCRIPT_PARTS, SwarmKeys
-from agentihooks_operator.recovery.records import FenceRecord
+from agentihooks_operator.recovery.store.keys import SCRIPT_PARTS, SwarmKeys
+from agentihooks_operator.recovery.store.records import FenceRecord
 from testsupport.recovery import summary
 
 EID = "exe-" + "a" * 32

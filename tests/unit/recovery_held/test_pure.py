@@ -11,9 +11,9 @@ from agentihooks_operator.cli.client import CliError
 from agentihooks_operator.cli.recoveries import parse_observed
 from agentihooks_operator.recovery import HttpBroker, ResumeRefused
 from agentihooks_operator.recovery.held import new_call, new_token, plan_of, token_hash
-from agentihooks_operator.recovery.reads import Attempt
-from agentihooks_operator.recovery.records import FenceRecord, HeldRecovery, JournalEntry
 from agentihooks_operator.recovery.resume import answer_of, progress_of
+from agentihooks_operator.recovery.store.reads import Attempt
+from agentihooks_operator.recovery.store.records import FenceRecord, HeldRecovery, JournalEntry
 from agentihooks_operator.swarm import AccountBrokerSpec
 from pydantic import ValidationError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agentihooks_checkpoint.directive import Continuity
 
-from .models import RecoveryEvent
+from ..models import RecoveryEvent
 from .writer import Writer
 
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from agentihooks_checkpoint.catalog import CheckpointSummary
 
-from .context import Ctx, new_execution_id, new_grant_id
+from ..context import Ctx, new_execution_id, new_grant_id
+from ..models import Choice, DecisionResult, LaunchPlan
+from ..policy import FRESH, decider_kind, resume_directive
+from ..store.records import AttemptRecord, DecisionRecord, FenceRecord, GrantRecord, LedgerRow, RestoreSource
 from .launching import Alongside, launch_step, mint
-from .models import Choice, DecisionResult, LaunchPlan
-from .policy import FRESH, decider_kind, resume_directive
-from .records import AttemptRecord, DecisionRecord, FenceRecord, GrantRecord, LedgerRow, RestoreSource
 
 
 @dataclass

@@ -7,7 +7,7 @@ slot and a Lua script may touch all of them atomically. On a single Redis the
 braces are just characters of the name. ``agentihooks admin migrate-keys``
 moves a swarm's keys written by the original (unbraced) to these names.
 
-A Swarm is really known by namespace and name (:mod:`.identity`). Built with a
+A Swarm is really known by namespace and name (:mod:`..identity`). Built with a
 namespace, :class:`SwarmKeys` puts both in the hash tag,
 ``<root>:swarm:{<namespace>/<name>}:<part>``, so same-named Swarms of two
 namespaces never share a key while each one's keys still share one slot.
@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import InvalidInput
-from .identity import SwarmId
+from ..errors import InvalidInput
+from ..identity import SwarmId
 
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$")
 _ROOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")

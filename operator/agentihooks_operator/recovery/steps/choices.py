@@ -14,13 +14,13 @@ import json
 import logging
 import time
 
-from ..swarm import SwarmSpec
-from .context import Ctx
+from ...swarm import SwarmSpec
+from ..context import Ctx
+from ..errors import NO_CHECKPOINT, NOT_PENDING, InvalidInput, NotDecidedYet, RecoveryRefused
+from ..models import EXECUTION_RE, Choice, DecisionResult, PassReport, Refusal
+from ..store.reads import Snapshot, one
+from ..store.records import DecisionRecord, RecoveryRequest
 from .deciding import accept, result_of
-from .errors import NO_CHECKPOINT, NOT_PENDING, InvalidInput, NotDecidedYet, RecoveryRefused
-from .models import EXECUTION_RE, Choice, DecisionResult, PassReport, Refusal
-from .reads import Snapshot, one
-from .records import DecisionRecord, RecoveryRequest
 
 log = logging.getLogger("agentihooks.recovery")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 
-from .context import Ctx
-from .launcher import ReplacementLauncher
+from ..context import Ctx
+from ..launcher import ReplacementLauncher
 
 log = logging.getLogger("agentihooks.recovery")
 

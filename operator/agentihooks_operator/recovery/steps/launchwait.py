@@ -1,6 +1,6 @@
 """How long a blocked launch waits before it is tried again.
 
-A launch the launcher cannot send (:class:`~.errors.LaunchBlocked`: the API
+A launch the launcher cannot send (:class:`~..errors.LaunchBlocked`: the API
 server refused the Pod, a credential Secret is missing, RBAC denies a create)
 stays ``unknown`` in the journal, and a later pass observes it and sends it
 again. Sent again on every pass, a seat blocked by a quota would cost two reads
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from agentihooks_checkpoint.retry import Backoff
 
-from ..swarm import SwarmSpec
+from ...swarm import SwarmSpec
 
 #: Defaults (the default pass interval of 5 s): retried after about 5 s, then 10, 20... to a minute.
 BASE_S = 5.0

@@ -40,7 +40,7 @@ from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 
-from .errors import RecoveryError
+from ..errors import RecoveryError
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from .context import Ctx
-from .errors import RecoveryRefused
+from ..context import Ctx
+from ..errors import RecoveryRefused
+from ..outcomes import check_execution
 from .launching import mint
-from .outcomes import check_execution
 
 
 def mint_credential(ctx: Ctx, execution_id: str) -> str:

@@ -1,8 +1,8 @@
 """Runs the guarded write scripts and counts what reaches Redis.
 
-One :class:`Writer` per :class:`~.recovery.Recovery`. It knows the holder and
+One :class:`Writer` per :class:`~..recovery.Recovery`. It knows the holder and
 epoch, so callers pass only a script name and a payload. A lease refusal
-raises :class:`~.errors.LeaseLost` after logging that nothing was changed;
+raises :class:`~..errors.LeaseLost` after logging that nothing was changed;
 ``applied``/``refused`` count scripts so tests can prove a loser wrote nothing.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
+from ..errors import LeaseLost, RecoveryError, StoreUnavailable
 from .durable import load_scripts, run_script
-from .errors import LeaseLost, RecoveryError, StoreUnavailable
 from .keys import SwarmKeys
 from .lua import PRELUDE
 from .lua_bodies import BODIES

@@ -7,7 +7,7 @@ hash, and marks its ``launch`` step ``unknown``, all at once. The launch itself
 
 * straight after the admission, this process knows it has not sent it yet and
   sends it;
-* a launch the launcher cannot send yet (:class:`~.errors.LaunchBlocked`: a missing credential
+* a launch the launcher cannot send yet (:class:`~..errors.LaunchBlocked`: a missing credential
   Secret, a Pod the API server refuses) stays ``unknown`` with the reason in its journal entry, which
   the seat's card shows;
 * a later pass that finds ``launch`` still ``unknown`` first asks the launcher
@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
-from ..logs import carry
-from .context import Ctx
-from .errors import InjectedFault, LaunchBlocked, LeaseLost
+from ...logs import carry
+from ..context import Ctx
+from ..errors import InjectedFault, LaunchBlocked, LeaseLost
+from ..models import LaunchPlan
+from ..store.records import AttemptRecord
 from .launchseen import seen, sent_and_gone
-from .models import LaunchPlan
-from .records import AttemptRecord
 
 log = logging.getLogger("agentihooks.recovery")
 #: Writes sent beside launches (the fenced Pods' deletions); bounded like the pass's pool.

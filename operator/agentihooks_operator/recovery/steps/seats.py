@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..swarm import SeatSpec, SwarmSpec
-from .context import Ctx, new_execution_id, new_grant_id
-from .errors import LaunchBlocked
+from ...swarm import SeatSpec, SwarmSpec
+from ..context import Ctx, new_execution_id, new_grant_id
+from ..errors import LaunchBlocked
+from ..models import LaunchPlan
+from ..store.records import AttemptRecord, GrantRecord, LedgerRow
+from ..store.seatsmap import SeatsReader
 from .launching import mint, note_blocked, plan_for
-from .models import LaunchPlan
-from .records import AttemptRecord, GrantRecord, LedgerRow
-from .seatsmap import SeatsReader
 
 #: Seats admitted by one script: each such script holds Redis for about 6 ms (``bench/admission.py``);
 #: larger batches save round trips but not time (the records are built in Python either way).
@@ -36,7 +36,7 @@ BATCH = 200
 
 
 class Admitted:
-    """The seat names admitted so far, read once per admission (:mod:`.seatsmap`), and the spec last
+    """The seat names admitted so far, read once per admission (:mod:`..store.seatsmap`), and the spec last
     found to have none missing: a pass whose spec and seats did not move checks nothing per seat."""
 
     def __init__(self, reader: SeatsReader) -> None:
@@ -59,7 +59,7 @@ def ensure_seats(
     ctx: Ctx, spec: SwarmSpec, renew: Callable[[], None], batch: int = BATCH, admitted: Admitted | None = None
 ) -> list[LaunchPlan]:
     """Admit and launch generation 1 of every seat without an attempt; ``renew`` keeps the lease
-    (raises :class:`~.errors.LeaseLost` when it is gone) and runs before each batch after the first.
+    (raises :class:`~..errors.LeaseLost` when it is gone) and runs before each batch after the first.
     ``admitted`` is what the caller knows from earlier passes (a new one reads the seat names)."""
     if batch < 1:
         raise ValueError(f"the admission batch must be at least 1 seat, not {batch}")

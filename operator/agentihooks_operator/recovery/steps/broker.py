@@ -25,7 +25,7 @@ from typing import Literal, Protocol
 
 import httpx
 
-from ..swarm import AccountBrokerSpec
+from ...swarm import AccountBrokerSpec
 
 log = logging.getLogger("agentihooks.recovery")
 

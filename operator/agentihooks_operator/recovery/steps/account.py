@@ -6,7 +6,7 @@ with the ``ok`` mark; a refused one is marked ``failed`` and sent again on a
 later pass. An unknown outcome is observed at the broker first: released →
 recorded as observed; still active → ``failed`` (safe to send again); no
 answer → the step is ``held`` and waits for the operator
-(:mod:`.resume`). The fence never records a release nobody confirmed or saw.
+(:mod:`..resume`). The fence never records a release nobody confirmed or saw.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from . import held
+from .. import held
+from ..context import Ctx
+from ..store.reads import one
+from ..store.records import FenceRecord
 from .broker import AccountBroker
-from .context import Ctx
-from .reads import one
-from .records import FenceRecord
 
 STEP = "release_account"
 StepResult = Literal["ok", "held", "failed"]

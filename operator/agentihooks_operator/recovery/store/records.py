@@ -200,7 +200,7 @@ class JournalEntry(_Record):
     at_ms: int
     #: An ``unknown`` launch the launcher could not send yet: why (never a credential), a fixed word,
     #: since when (ms; the first pass that saw this reason), how many tries were refused and when
-    #: the controller that last tried means to try again (ms; :mod:`.launchwait`).
+    #: the controller that last tried means to try again (ms; :mod:`..steps.launchwait`).
     detail: str | None = None
     reason: str | None = None
     since_ms: int | None = None

@@ -19,15 +19,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..swarm import SwarmSpec
+from ...swarm import SwarmSpec
+from ..context import Ctx
+from ..models import PassReport
+from ..policy import automatic_choice, needs_catalog
+from ..store.reads import Attempt, one
+from ..store.records import FenceRecord, LedgerRow
 from .account import account_step
-from .context import Ctx
 from .deciding import accept, result_of
 from .launching import Alongside
-from .models import PassReport
-from .policy import automatic_choice, needs_catalog
-from .reads import Attempt, one
-from .records import FenceRecord, LedgerRow
 
 log = logging.getLogger("agentihooks.recovery")
 
