@@ -24,7 +24,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, ControlServer, SwarmRegistry, start_control_api
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from agentihooks_operator.api.limits import ServerLimits
 from agentihooks_operator.recovery import CrashAt, InjectedFault, LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec

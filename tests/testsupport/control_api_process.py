@@ -31,7 +31,7 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, SwarmRegistry
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from agentihooks_operator.api.server import run_control_api
 from agentihooks_operator.recovery import Recovery
 from agentihooks_operator.recovery.store.records import StoredOutcome

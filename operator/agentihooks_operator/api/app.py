@@ -1,4 +1,4 @@
-"""The aiohttp application: the route table, the authentication middleware (:mod:`.authn`), and one
+"""The aiohttp application: the route table, the authentication middleware (:mod:`.access.authn`), and one
 middleware that turns every failure into JSON.
 
 Errors never carry a credential, a digest or a stack trace; unexpected ones
@@ -7,7 +7,7 @@ was told to stop: its clients may close under a request in flight); a Kubernetes
 request is 503 ``kubernetes_unavailable`` (temporary) or 502 ``kubernetes_refused``. A 405 keeps its
 ``Allow`` header. Every answer carries ``X-Content-Type-Options: nosniff`` and
 ``Cache-Control: no-store`` (:data:`API_HEADERS`). A write this replica cannot make
-without the swarm's lease is forwarded to the replica holding it (:mod:`.forward`).
+without the swarm's lease is forwarded to the replica holding it (:mod:`.access.forward`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from ..k8s.errors import ApiError
 from ..recovery import InvalidInput, LeaseLost, RecoveryRefused
 from ..recovery.errors import StoreUnavailable
 from ..recovery.store.durable import NotReplicated
-from .authn import authenticate
+from .access.authn import authenticate
+from .access.forward import forward, setup_forwarding
 from .common import BODY_TIMEOUT, STATE, Handler, route_name
 from .errors import HttpProblem, not_leader
-from .forward import forward, setup_forwarding
 from .params import check_query
 from .refusal_log import log_refusals
 from .routes import ROUTES, with_namespaced
@@ -163,7 +163,7 @@ def create_app(state: ApiState, body_timeout: float = 30.0) -> web.Application:
     from ..ledger import setup_ledger  # here, not at the top: the ledger package imports this one
 
     setup_ledger(app)
-    from .routes_held import setup_held
+    from .handlers.held import setup_held
 
     setup_held(app)
     return app

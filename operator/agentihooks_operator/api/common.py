@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..recovery.identity import SwarmId
 from ..recovery.models import EXECUTION_RE
-from .auth import Caller, is_operator, master_agent, require_token, sha256_hex
+from .access.auth import Caller, is_operator, master_agent, require_token, sha256_hex
 from .errors import HttpProblem, bad_request, forbidden, not_published
 from .registry import SwarmEntry
 from .state import ApiState
@@ -32,9 +32,9 @@ CALLER_KIND: web.RequestKey[str] = web.RequestKey("caller_kind", str)
 #: Set instead when the credential is the execution's own but its swarm is not published yet.
 WORKER_UNPUBLISHED: web.RequestKey[bool] = web.RequestKey("worker_unpublished", bool)
 #: The JSON body as the client sent it (set by :func:`read_capped`): a request this replica cannot
-#: serve without the swarm's lease is forwarded with these bytes (:mod:`.forward`).
+#: serve without the swarm's lease is forwarded with these bytes (:mod:`.access.forward`).
 RAW_BODY: web.RequestKey[bytes] = web.RequestKey("raw_body", bytes)
-#: The caller's credential digest vouched for by another replica's assertion (:mod:`.assertion`):
+#: The caller's credential digest vouched for by another replica's assertion (:mod:`.access.assertion`):
 #: set on a forwarded request, which carries no bearer token.
 ASSERTED: web.RequestKey[str] = web.RequestKey("asserted_digest", str)
 #: The header a forwarding replica sets (its own id): a request carrying it is never forwarded again.

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .auth import sha256_hex
+from .access.auth import sha256_hex
+from .access.quotas import Quotas
 from .limits import ServerLimits
-from .quotas import Quotas
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

@@ -23,8 +23,8 @@ import concurrent.futures
 import redis
 from aiohttp import web
 
+from .handlers.ops import PING_SECONDS, liveness, readiness
 from .limits import ServerLimits
-from .routes_ops import PING_SECONDS, liveness, readiness
 from .server import ControlServer, serve
 from .state import ApiState
 

@@ -11,7 +11,7 @@ A server that cannot bind (port taken) is logged and skipped; the operator
 keeps recovering and ``/readyz`` stays unreachable, which Kubernetes reports.
 Set ``AGENTIHOOKS_CONTROL_API=false`` to run without it. With
 ``AGENTIHOOKS_API_ADVERTISE_URL`` set, another task advertises this replica's
-address to the others (:mod:`.endpoints`) until the clean-up removes it.
+address to the others (:mod:`.access.endpoints`) until the clean-up removes it.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from ..k8s.crd import GROUP, PLURAL, VERSION
 from ..recovery import Recovery
 from ..recovery.identity import SwarmId
 from ..swarm import SwarmSpec
+from .access.endpoints import Endpoints, advertise_forever
+from .access.peers import peers_from_settings
 from .config import ApiConfig
-from .endpoints import Endpoints, advertise_forever
 from .health import start_health_listener
-from .peers import peers_from_settings
 from .registry import SwarmRegistry
 from .server import start_control_api
 from .state import ApiState

@@ -17,7 +17,7 @@ when they are plain identifiers, else quoted and shortened. Requests refused
 later, when the lease holder applies a recorded request on its pass, are
 logged with the same line by the recovery core. ``5xx`` answers (Redis down,
 not the lease holder) are not refusals: the caller retries. A request
-forwarded to the lease holder (:mod:`.forward`) is logged there, not again by
+forwarded to the lease holder (:mod:`.access.forward`) is logged there, not again by
 the replica that forwarded it.
 
 A refusal by the recovery rules (``409``) is logged at WARNING; the others

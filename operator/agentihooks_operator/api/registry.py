@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ..recovery import Recovery
 from ..recovery.identity import SwarmId, resolve
 from ..swarm import SwarmSpec
-from .auth import sha256_hex
+from .access.auth import sha256_hex
 
 log = logging.getLogger("agentihooks.api")
 

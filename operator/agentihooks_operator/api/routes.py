@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from ..recovery.models import RecoveryEvent
 from ..recovery.store.records import StoredOutcome
 from ..swarm import IDENTIFIER
-from . import routes_decisions, routes_ops, routes_relaunch, routes_store, routes_swarms, routes_workers
-from .routes_relaunch import RelaunchAnswer, RelaunchRequest, RestoreRefusalAnswer, RestoreRefusalReport
+from .handlers import decisions, ops, relaunch, store, swarms, workers
+from .handlers.relaunch import RelaunchAnswer, RelaunchRequest, RestoreRefusalAnswer, RestoreRefusalReport
 from .schemas import (
     Accepted,
     CheckpointsAnswer,
@@ -235,7 +235,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/healthz",
-        routes_ops.healthz,
+        ops.healthz,
         "Liveness: the event loop runs and kopf is up",
         "none",
         responses={200: ("alive", Health), 503: ("kopf is stopping", Health)},
@@ -243,7 +243,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/readyz",
-        routes_ops.readyz,
+        ops.readyz,
         "Readiness: kopf is up and Redis answers",
         "none",
         responses={200: ("ready", Readiness), 503: ("not ready", Readiness)},
@@ -251,7 +251,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/metrics",
-        routes_ops.metrics,
+        ops.metrics,
         "Prometheus metrics",
         "none",
         responses={
@@ -265,7 +265,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/openapi.json",
-        routes_ops.openapi,
+        ops.openapi,
         "This OpenAPI document",
         "none",
         responses={200: ("the document", "json")},
@@ -273,7 +273,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/restore-decision",
-        routes_decisions.restore_decision,
+        decisions.restore_decision,
         "Choose resume or fresh for a fenced attempt",
         "operator_or_master",
         DecisionRequest,
@@ -291,7 +291,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/outcome",
-        routes_workers.outcome,
+        workers.outcome,
         "A replacement reports its verified restore outcome",
         "worker",
         RestoreOutcome,
@@ -300,7 +300,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/session",
-        routes_workers.session,
+        workers.session,
         "Heartbeat: the native session id the attempt holds",
         "worker",
         SessionReport,
@@ -309,7 +309,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/watermark",
-        routes_workers.watermark,
+        workers.watermark,
         "Heartbeat: the last archived transcript record",
         "worker",
         WatermarkReport,
@@ -318,7 +318,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/restore-report",
-        routes_workers.restore_report,
+        workers.restore_report,
         "A worker reports its restore for the metrics: result or refusal reason, and its duration",
         "worker",
         RestoreReport,
@@ -333,7 +333,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/executions/{execution}/checkpoint-store/object",
-        routes_store.read_object,
+        store.read_object,
         "Stream an object of the checkpoint the directive names",
         "worker",
         responses={200: ("the bytes", "octet"), 404: ("no such object", "json"), **STORE},
@@ -342,7 +342,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "PUT",
         "/v1/executions/{execution}/checkpoint-store/object",
-        routes_store.write_object,
+        store.write_object,
         "Upload an object, manifest or commit pointer into the worker's own scope",
         "worker",
         "octet",
@@ -362,7 +362,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/executions/{execution}/checkpoint-store/size",
-        routes_store.object_size,
+        store.object_size,
         "Size of a readable object (null when absent)",
         "worker",
         responses={200: ("size", SizeAnswer), **STORE},
@@ -371,7 +371,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/executions/{execution}/checkpoint-store/keys",
-        routes_store.list_keys,
+        store.list_keys,
         "Keys of the named checkpoint",
         "worker",
         responses={200: ("keys", KeysAnswer), **STORE_NO_KEY},
@@ -380,7 +380,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/swarms",
-        routes_swarms.swarms,
+        swarms.swarms,
         "The swarms the caller may read (all for the operator, its own for a master)",
         "operator_or_master",
         responses={200: ("swarms and their seats", SwarmList), **DENIED},
@@ -389,7 +389,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/swarms/{swarm}/status",
-        routes_swarms.status,
+        swarms.status,
         "Swarm status with handoff cards",
         "operator_or_master",
         responses={200: ("status", StatusAnswer), **SWARM_READ},
@@ -398,7 +398,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/swarms/{swarm}/pause",
-        routes_swarms.pause,
+        swarms.pause,
         "Pause restore automation",
         "operator",
         responses={200: ("paused", PauseAnswer), 503: ("lease held elsewhere", "json"), **SWARM_READ},
@@ -406,7 +406,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/swarms/{swarm}/unpause",
-        routes_swarms.unpause,
+        swarms.unpause,
         "Resume restore automation",
         "operator",
         responses={200: ("unpaused", PauseAnswer), 503: ("lease held elsewhere", "json"), **SWARM_READ},
@@ -414,7 +414,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/swarms/{swarm}/seats/{seat}/checkpoints",
-        routes_swarms.checkpoints,
+        swarms.checkpoints,
         "Checkpoints of a seat's task",
         "operator_or_master",
         responses={200: ("checkpoints", CheckpointsAnswer), **SWARM_READ},
@@ -422,7 +422,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/swarms/{swarm}/seats/{seat}/restore-request",
-        routes_decisions.restore_request,
+        decisions.restore_request,
         "Record a choice for the seat's waiting attempt (applied on the next pass)",
         "operator_or_master",
         SeatRequest,
@@ -439,7 +439,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/swarms/{swarm}/seats/{seat}/relaunch",
-        routes_relaunch.relaunch,
+        relaunch.relaunch,
         "Launch the seat's refused replacement's directive again as its next generation (cause fixed)",
         "operator_or_master",
         RelaunchRequest,
@@ -460,7 +460,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "POST",
         "/v1/executions/{execution}/restore-refusal",
-        routes_relaunch.restore_refusal,
+        relaunch.restore_refusal,
         "A replacement reports that it refused its restore, before it exits (the seat waits for a relaunch)",
         "worker",
         RestoreRefusalReport,
@@ -469,7 +469,7 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "GET",
         "/v1/swarms/{swarm}/events",
-        routes_swarms.events,
+        swarms.events,
         "Recovery events (JSON), or a Server-Sent Events stream with follow=true (a client that "
         "reconnects sends the Last-Event-ID it saw and gets only the events after it)",
         "operator_or_master",
@@ -512,7 +512,7 @@ def ledger_routes() -> tuple[Route, ...]:
 @cache
 def all_routes() -> tuple[Route, ...]:
     """Every documented route: the table above, the held recoveries' and the ledger's data route."""
-    from .routes_held import HELD_ROUTES
+    from .handlers.held import HELD_ROUTES
 
     return with_namespaced((*ROUTES, *HELD_ROUTES, *ledger_routes()))
 

@@ -19,9 +19,9 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from ..instruments import OperatorMetrics
 from ..recovery.store.records import AttemptRecord, ControlOwner, DecisionRecord, FenceRecord
+from .access.peers import LoopbackPeers, Peers
+from .access.quotas import Quotas
 from .errors import unknown_swarm
-from .peers import LoopbackPeers, Peers
-from .quotas import Quotas
 from .registry import SwarmEntry, SwarmRegistry
 
 
@@ -42,7 +42,8 @@ class ApiState:
     #: Where uploads are spooled (mode 0600) before they are stored; ``None``: the system temp folder.
     spool_dir: str | None = None
     events_poll_seconds: float = 1.0
-    #: Per-credential shares of event streams and uploads, and the shared upload spool (:mod:`.quotas`).
+    #: Per-credential shares of event streams and uploads, and the shared upload spool
+    #: (:mod:`.access.quotas`).
     quotas: Quotas = field(default_factory=Quotas)
     #: Whether kopf has started and is not stopping.
     kopf_ready: Callable[[], bool] = _true
@@ -52,7 +53,7 @@ class ApiState:
     rescan_seconds: float = 1.0
     #: This process's own Prometheus instruments (the operator shares its instance with the API).
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
-    #: Which advertised addresses are really the other replicas' (:mod:`.peers`): forwarding
+    #: Which advertised addresses are really the other replicas' (:mod:`.access.peers`): forwarding
     #: contacts no other.
     peers: Peers = field(default_factory=LoopbackPeers)
     _scan_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

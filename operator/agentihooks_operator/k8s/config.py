@@ -96,7 +96,7 @@ class OperatorConfig(BaseSettings):
     operator_namespace: str = ""
     #: Labels every operator Pod carries (``key=value,...``; the chart's selector labels). With
     #: ``operator_namespace``, a replica forwards only to an address the API server lists as that
-    #: replica's own Pod's IP (api/peers.py).
+    #: replica's own Pod's IP (api/access/peers.py).
     operator_pod_selector: str = ""
     #: Secrets a Pod template may use without carrying the opt-in label (comma-separated names).
     worker_secrets: str = ""

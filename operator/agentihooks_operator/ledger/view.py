@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api.auth import Caller
+from ..api.access.auth import Caller
 from ..api.registry import SwarmEntry
 from ..api.state import ApiState
 from ..recovery.store.records import RECOVERY_PENDING, AttemptRecord, LedgerRow

@@ -8,8 +8,8 @@ import json
 
 import pytest
 import redis
-from agentihooks_operator.api import endpoints as ep
-from agentihooks_operator.api.endpoints import STALE_MS, Endpoints, advertise_forever
+from agentihooks_operator.api.access import endpoints as ep
+from agentihooks_operator.api.access.endpoints import STALE_MS, Endpoints, advertise_forever
 
 
 def test_an_advertised_address_is_found_until_it_is_withdrawn(redis_url: str) -> None:

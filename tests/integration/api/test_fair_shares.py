@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlparse
 
 import httpx
 import pytest
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from testsupport.control_api import MASTER_A, MASTER_B, World
 
 from .test_store_routes import replacement

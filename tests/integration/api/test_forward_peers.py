@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentihooks_operator.api.peers import PodPeers
+from agentihooks_operator.api.access.peers import PodPeers
 from testsupport.control_api import World
 
 from .test_forward_to_holder import (

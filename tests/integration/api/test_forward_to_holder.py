@@ -21,10 +21,10 @@ import httpx
 import pytest
 import redis
 from agentihooks_operator.api import ApiState, SwarmRegistry
-from agentihooks_operator.api.auth import sha256_hex
-from agentihooks_operator.api.endpoints import STALE_MS, Endpoints, endpoints_key
-from agentihooks_operator.api.forward import FORWARDED_BY
-from agentihooks_operator.api.peers import Peers
+from agentihooks_operator.api.access.auth import sha256_hex
+from agentihooks_operator.api.access.endpoints import STALE_MS, Endpoints, endpoints_key
+from agentihooks_operator.api.access.forward import FORWARDED_BY
+from agentihooks_operator.api.access.peers import Peers
 from agentihooks_operator.recovery import Recovery
 from testsupport.control_api import Secrets, World, live_api
 
@@ -217,7 +217,7 @@ def capturing_holder(host: str = "127.0.0.1") -> Iterator[tuple[str, list[bytes]
 
 
 def _assertion(raw: bytes) -> str:
-    from agentihooks_operator.api.assertion import HEADER
+    from agentihooks_operator.api.access.assertion import HEADER
 
     unfolded = raw.replace(b"\r\n", b"\n").replace(b"\n ", b" ")  # the recorder folds long lines
     for line in unfolded.split(b"\n"):
@@ -230,7 +230,7 @@ def _assertion(raw: bytes) -> str:
 def test_a_forwarded_request_carries_no_caller_credential_and_its_assertion_works_once(
     world: World, redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agentihooks_operator.api.assertion import HEADER
+    from agentihooks_operator.api.access.assertion import HEADER
 
     caplog.set_level(logging.DEBUG)
     refused = refused_replacement(world)
@@ -275,7 +275,7 @@ def test_a_forwarded_request_carries_no_caller_credential_and_its_assertion_work
 def test_a_forged_or_expired_assertion_is_refused(world: World, forgery: str) -> None:
     import time
 
-    from agentihooks_operator.api.assertion import HEADER, Assertions
+    from agentihooks_operator.api.access.assertion import HEADER, Assertions
 
     refused_replacement(world)
     digest = sha256_hex(world.tokens["operator"])

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from agentihooks_operator.api.endpoints import Endpoints, endpoints_key
+from agentihooks_operator.api.access.endpoints import Endpoints, endpoints_key
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, operator_process
 from testsupport.node import RealKubelet

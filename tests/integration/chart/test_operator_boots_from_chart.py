@@ -32,7 +32,7 @@ import httpx
 import pytest
 import redis
 import yaml
-from agentihooks_operator.api.endpoints import Endpoints
+from agentihooks_operator.api.access.endpoints import Endpoints
 from agentihooks_operator.k8s.pods import OPERATOR_ANNOTATION
 from testsupport.chart_redis import ChartRedis, path_with_redis, rendered_command
 from testsupport.controlplane import write_kubeconfig

@@ -25,8 +25,8 @@ import subprocess
 import sys
 
 import pytest
+from agentihooks_operator.api.handlers.held import HELD_ROUTES
 from agentihooks_operator.api.routes import ROUTES
-from agentihooks_operator.api.routes_held import HELD_ROUTES
 
 from .doccommands import REPO, DocCommand, all_commands
 

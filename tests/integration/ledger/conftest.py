@@ -24,7 +24,7 @@ import redis
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, SwarmRegistry
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from agentihooks_operator.recovery import LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import redis
 from agentihooks_operator.api import ApiState, SwarmRegistry
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from agentihooks_operator.cli.main import app as cli
 from agentihooks_operator.recovery import CrashAt, InjectedFault, Recovery
 from agentihooks_operator.swarm import SwarmSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from agentihooks_operator.api.auth import (
+from agentihooks_operator.api.access.auth import (
     Caller,
     bearer_token,
     is_operator,

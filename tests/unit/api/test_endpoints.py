@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from agentihooks_operator.api.access.endpoints import STALE_MS, endpoints_key, fresh_url
 from agentihooks_operator.api.config import ApiConfig
-from agentihooks_operator.api.endpoints import STALE_MS, endpoints_key, fresh_url
 from pydantic import ValidationError
 
 NOW = 1_800_000_000_000
@@ -82,7 +82,7 @@ def test_a_bad_advertise_url_is_refused_naming_the_setting(bad: str) -> None:
     ["http://10.0.0.7:8080", "https://10.0.0.7:8443/", "http://[fd00::7]:8080", "http://127.0.0.1:9000"],
 )
 def test_plain_ip_and_port_addresses_are_taken(url: str) -> None:
-    from agentihooks_operator.api.endpoints import plain_address
+    from agentihooks_operator.api.access.endpoints import plain_address
 
     assert plain_address(url) == url
     assert fresh_url(json.dumps({"url": url, "at": NOW}), NOW) == url
@@ -107,7 +107,7 @@ def test_plain_ip_and_port_addresses_are_taken(url: str) -> None:
     ],
 )
 def test_anything_but_a_plain_address_is_never_taken(url: str) -> None:
-    from agentihooks_operator.api.endpoints import plain_address
+    from agentihooks_operator.api.access.endpoints import plain_address
 
     assert plain_address(url) is None
     assert fresh_url(json.dumps({"url": url, "at": NOW}), NOW) is None

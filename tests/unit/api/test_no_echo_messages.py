@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from agentihooks_operator.api.common import field_errors
-from agentihooks_operator.api.routes_held import ResumeRequest, _unechoed
+from agentihooks_operator.api.handlers.held import ResumeRequest, _unechoed
 from agentihooks_operator.api.schemas import DecisionRequest, WatermarkReport
 from pydantic import BaseModel, ValidationError, field_validator
 

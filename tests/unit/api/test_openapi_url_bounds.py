@@ -7,8 +7,8 @@ the wire), even where a pattern allows ASCII only.
 
 from __future__ import annotations
 
+from agentihooks_operator.api.handlers.held import CALL
 from agentihooks_operator.api.openapi import CALL_ID, document
-from agentihooks_operator.api.routes_held import CALL
 from agentihooks_operator.recovery.models import EXECUTION_RE
 
 #: aiohttp's default limit on the request line (method, URL and version).

@@ -1,11 +1,11 @@
-"""Which Pod an advertised address must belong to (api/peers.py), without a cluster."""
+"""Which Pod an advertised address must belong to (api/access/peers.py), without a cluster."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from agentihooks_operator.api.peers import LoopbackPeers, PodPeers, peers_from_settings, pod_serves
+from agentihooks_operator.api.access.peers import LoopbackPeers, PodPeers, peers_from_settings, pod_serves
 from agentihooks_operator.k8s.config import OperatorConfig, parse_selector
 from agentihooks_operator.k8s.errors import ApiError
 

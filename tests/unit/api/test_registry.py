@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentihooks_operator.api.auth import sha256_hex
+from agentihooks_operator.api.access.auth import sha256_hex
 from agentihooks_operator.api.registry import SwarmRegistry
 from testsupport.control_api import Secrets, swarm_with_masters
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_operator.api.errors import HttpProblem
-from agentihooks_operator.api.store_rules import Named, check_scope_params, parse_key, readable
+from agentihooks_operator.api.handlers.store_rules import Named, check_scope_params, parse_key, readable
 
 HEX = "a" * 64
 OTHER = "b" * 64

@@ -15,13 +15,13 @@ from typing import Any
 from agentihooks_checkpoint.scope import StoreScope
 from aiohttp import web
 
-from ..recovery.identity import SwarmId
-from .auth import is_operator, master_agent
-from .common import answer, blocking, named_swarm, operator_only, operator_or_master, state_of, token_digest
-from .errors import bad_request, forbidden, unknown_seat
-from .registry import SwarmEntry
-from .schemas import PauseAnswer, SwarmList, SwarmRef
-from .state import ApiState
+from ...recovery.identity import SwarmId
+from ..access.auth import is_operator, master_agent
+from ..common import answer, blocking, named_swarm, operator_only, operator_or_master, state_of, token_digest
+from ..errors import bad_request, forbidden, unknown_seat
+from ..registry import SwarmEntry
+from ..schemas import PauseAnswer, SwarmList, SwarmRef
+from ..state import ApiState
 
 
 async def swarms(request: web.Request) -> web.Response:

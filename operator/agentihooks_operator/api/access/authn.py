@@ -29,9 +29,7 @@ import logging
 import redis
 from aiohttp import web
 
-from .assertion import ASSERTIONS, HEADER, AssertionRefused
-from .auth import is_operator, master_agent, require_token, sha256_hex
-from .common import (
+from ..common import (
     ASSERTED,
     CALLER_KIND,
     FORWARDED_BY,
@@ -45,9 +43,11 @@ from .common import (
     state_of,
     valid_execution,
 )
-from .errors import FORBIDDEN_SCOPE, HttpProblem, forbidden
-from .routes import Auth, route_auth
-from .state import ApiState
+from ..errors import FORBIDDEN_SCOPE, HttpProblem, forbidden
+from ..routes import Auth, route_auth
+from ..state import ApiState
+from .assertion import ASSERTIONS, HEADER, AssertionRefused
+from .auth import is_operator, master_agent, require_token, sha256_hex
 
 log = logging.getLogger("agentihooks.api")
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..k8s.config import parse_selector
-from ..k8s.errors import ApiError
+from ...k8s.config import parse_selector
+from ...k8s.errors import ApiError
 
 
 class Peers(Protocol):

@@ -17,11 +17,11 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..recovery import HeldStep, RecoveryProgress, ResumeRefused
-from .common import REQUEST_SWARM, answer, blocking, body_model, named_swarm, operator_only, state_of
-from .registry import SwarmEntry
-from .routes import DENIED, LARGE, Body, Route, link
-from .state import ApiState
+from ...recovery import HeldStep, RecoveryProgress, ResumeRefused
+from ..common import REQUEST_SWARM, answer, blocking, body_model, named_swarm, operator_only, state_of
+from ..registry import SwarmEntry
+from ..routes import DENIED, LARGE, Body, Route, link
+from ..state import ApiState
 
 CALL = re.compile(r"^rc-[0-9a-f]{16}$")
 NOT_FOUND = "checkpoint_not_found"

@@ -21,10 +21,10 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from ..recovery import RecoveryRefused
-from ..recovery.models import EXECUTION_ID
-from ..recovery.store.records import RefusalRecord
-from .common import (
+from ...recovery import RecoveryRefused
+from ...recovery.models import EXECUTION_ID
+from ...recovery.store.records import RefusalRecord
+from ..common import (
     answer,
     blocking,
     body_model,
@@ -34,8 +34,8 @@ from .common import (
     state_of,
     worker_of,
 )
-from .errors import HttpProblem, forbidden, unknown_seat
-from .refusal_log import REQUEST_EXECUTION
+from ..errors import HttpProblem, forbidden, unknown_seat
+from ..refusal_log import REQUEST_EXECUTION
 
 AGENT = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$"
 

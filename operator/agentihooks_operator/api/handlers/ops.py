@@ -11,17 +11,17 @@ import asyncio
 import redis
 from aiohttp import web
 
-from . import metrics as _metrics
-from .common import blocking, state_of
-from .openapi import document
-from .state import ApiState
+from .. import metrics as _metrics
+from ..common import blocking, state_of
+from ..openapi import document
+from ..state import ApiState
 
 #: Seconds a readiness PING may take before the replica counts as not ready.
 PING_SECONDS = 2.0
 
 
 def liveness(state: ApiState) -> web.Response:
-    """The ``/healthz`` answer (here and on the probes' own listener, :mod:`.health`)."""
+    """The ``/healthz`` answer (here and on the probes' own listener, :mod:`..health`)."""
     ok = state.kopf_ready()
     return web.json_response({"status": "ok" if ok else "stopping", "kopf": ok}, status=200 if ok else 503)
 

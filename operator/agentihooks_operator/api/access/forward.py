@@ -30,10 +30,9 @@ import aiohttp
 import redis
 from aiohttp import web
 
-from ..recovery.errors import RecoveryRefused
-from ..recovery.store.records import ControlOwner
-from .assertion import ASSERTIONS, HEADER, AssertionRefused, Assertions
-from .common import (
+from ...recovery.errors import RecoveryRefused
+from ...recovery.store.records import ControlOwner
+from ..common import (
     FORWARDED,
     FORWARDED_BY,
     RAW_BODY,
@@ -45,10 +44,11 @@ from .common import (
     state_of,
     token_digest,
 )
+from ..errors import HttpProblem
+from ..registry import SwarmEntry
+from ..state import ApiState
+from .assertion import ASSERTIONS, HEADER, AssertionRefused, Assertions
 from .endpoints import Endpoints
-from .errors import HttpProblem
-from .registry import SwarmEntry
-from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
 #: The request headers the holder needs; nothing else is passed on (never ``Authorization``: the

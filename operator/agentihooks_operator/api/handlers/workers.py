@@ -11,10 +11,10 @@ from __future__ import annotations
 from agentihooks_checkpoint.directive import RestoreOutcome
 from aiohttp import web
 
-from ..recovery import RecoveryRefused
-from .common import answer, blocking, body_model, state_of, worker_of
-from .errors import HttpProblem
-from .schemas import Accepted, RestoreReport, SessionReport, WatermarkReport
+from ...recovery import RecoveryRefused
+from ..common import answer, blocking, body_model, state_of, worker_of
+from ..errors import HttpProblem
+from ..schemas import Accepted, RestoreReport, SessionReport, WatermarkReport
 
 
 async def outcome(request: web.Request) -> web.Response:

@@ -16,10 +16,10 @@ import logging
 
 from aiohttp import web
 
-from ..recovery import DecisionResult, LeaseLost, RecoveryRefused
-from ..recovery.errors import NO_CHECKPOINT, NOT_PENDING
-from .auth import Caller, is_operator, master_agent
-from .common import (
+from ...recovery import DecisionResult, LeaseLost, RecoveryRefused
+from ...recovery.errors import NO_CHECKPOINT, NOT_PENDING
+from ..access.auth import Caller, is_operator, master_agent
+from ..common import (
     answer,
     blocking,
     body_model,
@@ -30,10 +30,10 @@ from .common import (
     token_digest,
     valid_execution,
 )
-from .errors import HttpProblem, forbidden, invalid_execution, not_published, unknown_execution, unknown_seat
-from .refusal_log import REQUEST_EXECUTION
-from .registry import SwarmEntry
-from .schemas import DecisionAnswer, DecisionRequest, SeatRequest
+from ..errors import HttpProblem, forbidden, invalid_execution, not_published, unknown_execution, unknown_seat
+from ..refusal_log import REQUEST_EXECUTION
+from ..registry import SwarmEntry
+from ..schemas import DecisionAnswer, DecisionRequest, SeatRequest
 
 log = logging.getLogger("agentihooks.api")
 RECORDED = "recorded; the controller applies it under its lease on its next recovery pass"

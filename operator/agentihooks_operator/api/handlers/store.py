@@ -26,8 +26,8 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import POINTER_SIZE_CAP, CheckpointStore
 from aiohttp import web
 
-from ..recovery.store.records import AttemptRecord
-from .common import (
+from ...recovery.store.records import AttemptRecord
+from ..common import (
     BODY_TIMEOUT,
     WORKER_FOUND,
     answer,
@@ -37,9 +37,9 @@ from .common import (
     token_digest,
     worker_of,
 )
-from .errors import HttpProblem, bad_request, forbidden, not_found
-from .registry import SwarmEntry
-from .schemas import KeysAnswer, SizeAnswer, WrittenAnswer
+from ..errors import HttpProblem, bad_request, forbidden, not_found
+from ..registry import SwarmEntry
+from ..schemas import KeysAnswer, SizeAnswer, WrittenAnswer
 from .store_rules import Named, StoreKey, check_scope_params, named_checkpoint, own_scope, parse_key, readable
 
 CHUNK = 256 * 1024

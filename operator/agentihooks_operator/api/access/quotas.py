@@ -1,6 +1,6 @@
 """Fair shares of the control API per credential: no one caller takes what every caller needs.
 
-The listener's connection cap (:mod:`.server`) bounds the process, not a caller: one master's
+The listener's connection cap (:mod:`..server`) bounds the process, not a caller: one master's
 credential holding hundreds of open event streams, or one worker's hundreds of slow uploads, would
 take every connection slot, and the API (``/healthz`` included) would stop answering everyone.
 So each credential may hold at most ``streams`` open event streams and ``uploads`` uploads in
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .errors import HttpProblem
+from ..errors import HttpProblem
 
 #: Seconds a refused caller is told to wait before trying again.
 RETRY_AFTER = 5

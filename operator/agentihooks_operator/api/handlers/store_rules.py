@@ -15,8 +15,8 @@ from agentihooks_checkpoint.directive import RestoreDirective
 from agentihooks_checkpoint.layout import object_key, pointer_key
 from agentihooks_checkpoint.scope import StoreScope
 
-from ..recovery.store.records import AttemptRecord
-from .errors import bad_request, forbidden
+from ...recovery.store.records import AttemptRecord
+from ..errors import bad_request, forbidden
 
 _ID = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
 _OBJECT = re.compile(r"^objects/sha256/([0-9a-f]{64})$")

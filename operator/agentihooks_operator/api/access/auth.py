@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import HttpProblem
+from ..errors import HttpProblem
 
 #: RFC 6750 ``b64token`` characters; anything else in the header is malformed.
 _TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
