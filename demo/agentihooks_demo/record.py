@@ -182,8 +182,10 @@ def _node_ran(node: dict[str, Any] | None) -> bool:
 NODE_LIMITATION = (
     "The real-node case runs the project's worker image on one real node (a real kubelet, "
     "kube-scheduler and kube-proxy, containerd and runc) beside the loopback control plane; the "
-    "images are built on this machine and imported, never pulled from a registry; the five "
-    "acceptance cases still run under the simulated kubelet."
+    "images are built on this machine and imported, never pulled from a registry; the image's files "
+    "are read into the page cache by the harness before the Pod starts (so the container's memory "
+    "limit kills it instead of leaving it to thrash on its own code pages, tests/testsupport/"
+    "nodecache.py); the five acceptance cases still run under the simulated kubelet."
 )
 
 
