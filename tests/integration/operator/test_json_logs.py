@@ -19,8 +19,10 @@ ENTRY = [sys.executable, "-m", "agentihooks_operator.main", "--standalone", "--l
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
+    """The log's complete lines: the operator may be half-way through writing the last one."""
     text = path.read_text() if path.exists() else ""
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    whole = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in whole.splitlines() if line.strip()]
 
 
 async def test_json_lines_name_the_swarm(

@@ -54,7 +54,12 @@ async def test_a_failure_is_replaced_from_its_pod_event_alone(
         with _passes_held(memo["passes"][(cluster.namespace, "example")]) as held:
             await kubelet.set_status(name, kl.oom_killed())
             second = await replacement(cluster, "example", 2)
-            assert memo["pipeline"].recovered == 1, f"the event-driven path did it ({held[0]} passes held)"
+            # every pass waits at the gate, so only the event-driven path can have launched it; the
+            # Pod is created inside recover_one and the count goes up once that returned: wait for it
+            await eventually(
+                lambda: memo["pipeline"].recovered == 1,
+                what=f"the event-driven path's count ({held[0]} passes held)",
+            )
         record = fence(redis_url, "example", lost)
         assert (
             record is not None and record.reason == "oom_killed" and record.released == ["grant", "account"]
