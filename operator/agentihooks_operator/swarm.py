@@ -111,6 +111,13 @@ class RecoverySpec(_Model):
     (`image_pull`)."""
     pass_interval_seconds: float = Field(default=5.0, gt=0, le=600)
     """Seconds between two recovery passes of the Swarm; a Pod event starts one at once as well."""
+    worker_lease_seconds: int = Field(default=120, ge=15, le=3600)
+    """Seconds a worker's lease on its attempt lasts after its last acknowledged renewal (it renews
+    about every quarter of it). A worker that cannot renew stops its agent before the lease runs out;
+    an attempt whose death is not proven (its node lost, its Pod gone) is replaced only after its lease
+    ran out, plus a clock margin. The default rides out an operator restart or rolling update (the
+    workers' own retry budget is 120 s too); shorter replaces lost nodes sooner, at the risk of agents
+    stopping while every replica is away."""
 
 
 class CheckpointStoreSpec(_Model):

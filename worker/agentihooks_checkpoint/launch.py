@@ -100,6 +100,9 @@ class LaunchRecord(BaseModel):
     checkpoint_remote: StrictBool = False
     #: The namespace the attempt's checkpoint scope lives under (absent: the name-only layout).
     store_namespace: str | None = Field(default=None, pattern=NAMESPACE)
+    #: The worker's lease on its attempt: renewed through ``control_url``; the worker stops its agent
+    #: before it can have run out without a renewal. Absent: no lease (an earlier controller).
+    worker_lease_seconds: float | None = Field(default=None, ge=15, le=3600)
 
     def store_scope(self) -> StoreScope | None:
         """The checkpoint scope this attempt reads and writes (``None`` without a registration)."""

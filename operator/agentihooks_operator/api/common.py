@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from ..recovery.identity import SwarmId
 from ..recovery.models import EXECUTION_RE
 from .access.auth import Caller, is_operator, master_agent, require_token, sha256_hex
-from .errors import HttpProblem, bad_request, forbidden, not_published
+from .errors import HttpProblem, bad_request, fenced, forbidden, not_published
 from .registry import SwarmEntry
 from .state import ApiState
 
@@ -262,6 +262,9 @@ async def worker_of(request: web.Request, execution_id: str) -> tuple[SwarmEntry
         raise forbidden()
     entry, record = found
     if not await blocking(entry.recovery.check_worker_digest, execution_id, digest):
+        reason = await blocking(entry.recovery.fenced_worker_digest, execution_id, digest)
+        if reason is not None:
+            raise fenced(f"this attempt was fenced ({reason}): its worker must stop its agent")
         raise forbidden()
     request[REQUEST_SWARM] = entry.id
     request[WORKER_FOUND] = (entry, record)

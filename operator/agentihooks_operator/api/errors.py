@@ -32,6 +32,16 @@ def forbidden() -> HttpProblem:
     return HttpProblem(403, FORBIDDEN_SCOPE, FORBIDDEN_SCOPE)
 
 
+#: The error code a fenced attempt's worker is answered with, on every worker route.
+FENCED = "fenced"
+
+
+def fenced(message: str) -> HttpProblem:
+    """A worker calling with the credential its attempt's fence revoked (or renewing a fenced
+    attempt): never a bare 403, so the worker knows to stop its agent at once."""
+    return HttpProblem(410, FENCED, message)
+
+
 def not_published() -> HttpProblem:
     """The execution exists (a worker's live credential, or an attempt a decision names) but its swarm
     is not served here yet: a replica that has just started. The caller retries."""

@@ -25,6 +25,8 @@ from .schemas import (
     EventsAnswer,
     Health,
     KeysAnswer,
+    LeaseGranted,
+    LeaseRenewal,
     LedgerAnswer,
     PauseAnswer,
     Readiness,
@@ -317,6 +319,15 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
+        "/v1/executions/{execution}/lease",
+        workers.lease,
+        "Renew the worker's lease on its attempt, with its progress (session, watermark) when due",
+        "worker",
+        LeaseRenewal,
+        {200: ("renewed", LeaseGranted), **WORKER},
+    ),
+    Route(
+        "POST",
         "/v1/executions/{execution}/restore-report",
         workers.restore_report,
         "A worker reports its restore for the metrics: result or refusal reason, and its duration",
@@ -514,7 +525,17 @@ def all_routes() -> tuple[Route, ...]:
     """Every documented route: the table above, the held recoveries' and the ledger's data route."""
     from .handlers.held import HELD_ROUTES
 
-    return with_namespaced((*ROUTES, *HELD_ROUTES, *ledger_routes()))
+    return with_namespaced(tuple(_fenced(r) for r in (*ROUTES, *HELD_ROUTES, *ledger_routes())))
+
+
+#: Every worker route's answer to the credential a fence revoked (the worker stops its agent on it).
+FENCED: dict[int, tuple[str, Body]] = {
+    410: ("fenced: this attempt was fenced and its credential revoked; its worker stops its agent", "json")
+}
+
+
+def _fenced(route: Route) -> Route:
+    return replace(route, responses={**route.responses, **FENCED}) if route.auth == "worker" else route
 
 
 @cache

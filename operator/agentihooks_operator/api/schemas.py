@@ -50,6 +50,23 @@ class WatermarkReport(_In):
     final: StrictBool = False
 
 
+class LeaseRenewal(_In):
+    """A worker's lease renewal; the progress it carries is recorded as the session and watermark
+    heartbeats would record it (one call instead of three when a report is due)."""
+
+    session_id: str | None = Field(default=None, pattern=AGENT)
+    watermark: JsonInt | None = Field(default=None, ge=0, le=2**53)
+    #: The watermark is that of the worker's final capture (``watermark`` required).
+    final: StrictBool = False
+
+
+class LeaseGranted(BaseModel):
+    #: The lease the attempt holds, renewed from now; ``null`` for an attempt launched without one.
+    lease_seconds: float | None
+    #: When the controller recorded the renewal (ms, the swarm's clock: Redis ``TIME``).
+    renewed_at_ms: int
+
+
 class RestoreReport(_In):
     """A worker's restore, for the metrics only: what it got (or that it refused), and how long its boot
     took up to the verified restore. Never part of the recovery rules."""

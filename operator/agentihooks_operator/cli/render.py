@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -95,6 +96,9 @@ def _card_cells(c: dict[str, Any]) -> dict[str, Any]:
         binding = f"launch blocked: {c.get('launch_blocked')}"
         if isinstance(c.get("launch_retry_at"), int):
             binding += f" (next try {when(c['launch_retry_at'])})"
+    stops = c.get("old_attempt_stops_by")
+    if isinstance(stops, int) and c.get("continuity") == "pending" and stops > time.time() * 1000:
+        binding = f"{binding}: waiting for the old attempt to stop until {when(stops)}"
     return {
         "SEAT": c.get("seat"),
         "AT": when(c.get("at")),

@@ -85,6 +85,18 @@ def _nonzero_exit(pod: Mapping[str, Any]) -> bool:
     return False
 
 
+def containers_ended(pod: Mapping[str, Any] | None) -> bool:
+    """Whether the kubelet reported every container of ``pod`` terminated: the attempt's death is proven
+    (nothing of it runs any more). A lost node's Pods, a vanished Pod, a container still shown running or
+    waiting: not proven (the worker lease decides when a replacement may start)."""
+    if pod is None:
+        return False
+    statuses = list((pod.get("status") or {}).get("containerStatuses") or [])
+    if not statuses:
+        return False
+    return all("terminated" in (cs.get("state") or {}) for cs in statuses)
+
+
 def _pull_failure(pod: Mapping[str, Any]) -> bool:
     for cs in _statuses(pod):
         waiting = (cs.get("state") or {}).get("waiting")

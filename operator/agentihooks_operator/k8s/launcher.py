@@ -97,6 +97,7 @@ def execution_of(plan: LaunchPlan) -> Execution:
         directive=plan.directive,
         restore_from=source,
         store_namespace=plan.store_namespace,
+        worker_lease_seconds=plan.worker_lease_ms / 1000 if plan.worker_lease_ms else None,
     )
 
 

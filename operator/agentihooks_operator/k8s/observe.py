@@ -25,7 +25,7 @@ import redis
 from ..recovery.models import AttemptObservation
 from ..recovery.store.keys import SwarmKeys
 from ..recovery.store.records import AttemptRecord
-from .classify import Verdict, apply_pull_grace, classify
+from .classify import Verdict, apply_pull_grace, classify, containers_ended
 from .pods import label, owned_by, pod_name
 
 #: Annotation value that marks a spawn superseded as a legacy specification (replaced fresh).
@@ -159,6 +159,8 @@ def observe(
                 state=graced.state,
                 reason=graced.reason,
                 superseded_legacy=_superseded(pods.get(pod_name(attempt.execution_id))),
+                proven=graced.state == "failed"
+                and containers_ended(pods.get(pod_name(attempt.execution_id))),
             )
         )
     return out

@@ -143,6 +143,8 @@ class Execution:
     directive: RestoreDirective | None = None
     restore_from: RestoreSource | None = None
     store_namespace: str | None = None
+    #: The worker lease, when the attempt holds one (its launch record says so).
+    worker_lease_seconds: float | None = None
 
 
 def _metadata(owner: Owner, ex: Execution, name: str) -> dict[str, Any]:
@@ -207,6 +209,8 @@ def build_launch_record(
         kill_seconds=wp.kill_seconds(grace_seconds(spec)),
         checkpoint_remote=spec.checkpoint_store.remote,
         store_namespace=ex.store_namespace,
+        # only with a control API to renew it through
+        worker_lease_seconds=ex.worker_lease_seconds if control_url else None,
     )
 
 

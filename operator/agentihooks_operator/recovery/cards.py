@@ -121,6 +121,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 held=waiting.get(fence.execution_id),
                 launch_blocked=stuck[0] if stuck else None,
                 launch_retry_at=stuck[2] if stuck else None,
+                old_attempt_stops_by=fence.old_attempt_stops_by_ms,
                 restore_refused=relaunch_view(refused) if refused is not None else None,
                 relaunches=relaunches,
             )

@@ -49,5 +49,7 @@ def failures_of(snap: Snapshot, observations: Sequence[AttemptObservation]) -> d
         if o.execution_id in snap.refused:
             continue  # it refused its restore and reported it: it waits for a relaunch, nothing failed
         reason = o.reason or ("application_exit" if o.state == "failed" else "node_lost")
-        failures[o.execution_id] = Failure(o.execution_id, o.seat, o.generation, reason, o.superseded_legacy)
+        failures[o.execution_id] = Failure(
+            o.execution_id, o.seat, o.generation, reason, o.superseded_legacy, proven=o.death_proven
+        )
     return failures

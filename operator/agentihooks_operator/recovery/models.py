@@ -44,6 +44,15 @@ class AttemptObservation(_Model):
     reason: FailureReason | None = None
     #: A spawn superseded as a legacy specification: replaced fresh without a choice.
     superseded_legacy: bool = False
+    #: The attempt's death is proven (every container of its Pod reported terminated). ``None``: judged
+    #: by the state, a ``failed`` attempt proven unless its reason is ``node_lost``, a ``gone`` one never.
+    proven: bool | None = None
+
+    @property
+    def death_proven(self) -> bool:
+        if self.proven is not None:
+            return self.proven
+        return self.state == "failed" and self.reason != "node_lost"
 
 
 class LaunchPlan(_Model):
@@ -67,6 +76,8 @@ class LaunchPlan(_Model):
     resumed: bool = False
     #: The namespace of the attempt's checkpoint scope (``AttemptRecord.store_namespace``).
     store_namespace: str | None = None
+    #: The worker lease the attempt is launched with (``AttemptRecord.worker_lease_ms``), if any.
+    worker_lease_ms: int | None = None
 
 
 class DecisionResult(_Model):
@@ -198,6 +209,9 @@ class HandoffCard(_Model):
     launch_blocked: str | None = None
     #: When (ms) the blocked launch is tried next: the waits between tries grow (:mod:`.steps.launchwait`).
     launch_retry_at: int | None = None
+    #: The fenced attempt's death is not proven and its worker held a lease: no replacement runs before
+    #: this time (ms), when the old worker has stopped its agent at the latest.
+    old_attempt_stops_by: int | None = None
 
 
 class RecoveryEvent(_Model):

@@ -86,11 +86,19 @@ def report_outcome(ctx: Ctx, execution_id: str, outcome: RestoreOutcome) -> Stor
 
 
 def heartbeat(
-    ctx: Ctx, execution_id: str, *, session_id: str | None, watermark: int | None, final: bool = False
-) -> None:
+    ctx: Ctx,
+    execution_id: str,
+    *,
+    session_id: str | None,
+    watermark: int | None,
+    final: bool = False,
+    lease: bool = False,
+) -> dict[str, int | None]:
     """Record a heartbeat of a current attempt; a fenced attempt's heartbeat is refused.
 
-    ``final``: the watermark is that of the worker's final capture, after its harness exited."""
+    ``final``: the watermark is that of the worker's final capture, after its harness exited.
+    ``lease``: it renews the attempt's worker lease too. Returns ``lease_ms`` (``None`` for an attempt
+    launched without a lease) and ``renewed_at_ms`` (swarm clock)."""
     check_execution(execution_id)
     if watermark is not None and (isinstance(watermark, bool) or watermark < 0):
         raise InvalidInput("watermark must be a non-negative integer")
@@ -100,7 +108,14 @@ def heartbeat(
         raise InvalidInput("a final report names the watermark its final capture reached")
     answer = ctx.w.run(
         "heartbeat",
-        {"execution_id": execution_id, "session_id": session_id, "watermark": watermark, "final": final},
+        {
+            "execution_id": execution_id,
+            "session_id": session_id,
+            "watermark": watermark,
+            "final": final,
+            "lease": lease,
+        },
     )
     if not answer["ok"]:
         raise RecoveryRefused(NOT_CURRENT.replace("replacement", "attempt"), reason="not_current")
+    return {"lease_ms": answer.get("lease_ms"), "renewed_at_ms": answer.get("renewed_at_ms")}

@@ -294,6 +294,21 @@ class Recovery:
         self._leader()
         outcomes.heartbeat(self._ctx, execution_id, session_id=None, watermark=watermark, final=final)
 
+    def renew_worker_lease(
+        self,
+        execution_id: str,
+        *,
+        session_id: str | None = None,
+        watermark: int | None = None,
+        final: bool = False,
+    ) -> dict[str, int | None]:
+        """The worker's lease renewal, with the progress it carries (:mod:`.workerlease`): a fenced
+        attempt's renewal is refused (``not_current``)."""
+        self._leader()
+        return outcomes.heartbeat(
+            self._ctx, execution_id, session_id=session_id, watermark=watermark, final=final, lease=True
+        )
+
     # -- worker credentials ------------------------------------------------------------------
     def mint_worker_credential(self, execution_id: str) -> str:
         """A new credential for a current, unfenced attempt; only its sha256 is stored."""
@@ -307,6 +322,11 @@ class Recovery:
     def check_worker_digest(self, execution_id: str, digest: str) -> bool:
         """:meth:`check_worker_credential` for the credential's sha256 hex (a forwarded request)."""
         return credentials.check_digest(self._ctx, execution_id, digest)
+
+    def fenced_worker_digest(self, execution_id: str, digest: str) -> str | None:
+        """The fence reason when ``digest`` is the credential the attempt's fence revoked, else ``None``:
+        its worker is told it was fenced (and stops its agent), any other caller learns nothing."""
+        return credentials.fenced_reason(self._ctx, execution_id, digest)
 
     # -- pause -------------------------------------------------------------------------------
     def pause(self) -> None:

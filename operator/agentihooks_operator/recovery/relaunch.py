@@ -29,6 +29,7 @@ from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE, REASON_CAP, SOURCE_PREFIX, reason_token
 
 from ..swarm import SwarmSpec
+from . import workerlease
 from .context import Ctx, new_execution_id, new_grant_id
 from .errors import NOT_REFUSED, InvalidInput, RecoveryRefused
 from .models import EXECUTION_RE, RelaunchResult, RestoreRefusedView
@@ -241,6 +242,7 @@ def relaunch(
         relaunch_of=att.execution_id,
         store_namespace=record.store_namespace,
         replaces=record.replaces,
+        worker_lease_ms=workerlease.lease_ms(spec, record.worker_lease_ms),
     )
     fenced = record.replaces or (record.restore_from.execution_id if record.restore_from else None)
     new = new_record.execution_id

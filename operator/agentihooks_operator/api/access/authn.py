@@ -12,9 +12,10 @@ named in the path, the bearer token must be one this controller knows:
 A missing or malformed header is ``401 missing_credential`` /
 ``malformed_credential``; any other unknown token (never issued, or revoked by
 a fence) is ``401 forbidden_scope`` with ``WWW-Authenticate: Bearer
-error="invalid_token"``. None of these depend on what the path names, so
-without a known token nothing can be learned about which swarms, seats,
-executions or recoveries exist.
+error="invalid_token"``, except on a worker route of the very attempt whose fence
+revoked it: that is ``410 fenced``, so the worker stops its agent at once. None
+of these depend on what the path names, so without a known token nothing can
+be learned about which swarms, seats, executions or recoveries exist.
 
 A known token then meets the route's own rules (``403 forbidden_scope`` when it
 does not grant the action). A swarm's existence is told to the operator only:
@@ -43,7 +44,7 @@ from ..common import (
     state_of,
     valid_execution,
 )
-from ..errors import FORBIDDEN_SCOPE, HttpProblem, forbidden
+from ..errors import FORBIDDEN_SCOPE, HttpProblem, fenced, forbidden
 from ..routes import Auth, route_auth
 from ..state import ApiState
 from .assertion import ASSERTIONS, HEADER, AssertionRefused
@@ -86,6 +87,10 @@ async def _own_worker(request: web.Request, state: ApiState, token: str | None, 
         if ok:
             request[WORKER_FOUND] = (entry, record)
             return True
+        # The very credential this attempt's fence revoked: its worker is told so, and stops its agent.
+        reason = await blocking(entry.recovery.fenced_worker_digest, execution, digest)
+        if reason is not None:
+            raise fenced(f"this attempt was fenced ({reason}): its worker must stop its agent")
         return False
     unpublished = (
         await blocking(state.unpublished_worker, execution, token)

@@ -13,8 +13,8 @@ from aiohttp import web
 
 from ...recovery import RecoveryRefused
 from ..common import answer, blocking, body_model, state_of, worker_of
-from ..errors import HttpProblem
-from ..schemas import Accepted, RestoreReport, SessionReport, WatermarkReport
+from ..errors import HttpProblem, fenced
+from ..schemas import Accepted, LeaseGranted, LeaseRenewal, RestoreReport, SessionReport, WatermarkReport
 
 
 async def outcome(request: web.Request) -> web.Response:
@@ -48,6 +48,32 @@ async def watermark(request: web.Request) -> web.Response:
     except RecoveryRefused as e:
         raise HttpProblem(409, e.reason, e.message) from e
     return answer(Accepted())
+
+
+async def lease(request: web.Request) -> web.Response:
+    """Renew the attempt's worker lease (and record the progress it carries). A renewal that reaches a
+    fenced attempt is answered ``410 fenced`` like its revoked credential: its worker stops its agent."""
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    body = await body_model(request, LeaseRenewal)
+    if body.final and body.watermark is None:
+        raise HttpProblem(400, "invalid_body", "a final report names the watermark its final capture reached")
+    try:
+        got = await blocking(
+            entry.recovery.renew_worker_lease,
+            execution,
+            session_id=body.session_id,
+            watermark=body.watermark,
+            final=body.final,
+        )
+    except RecoveryRefused as e:
+        if e.reason == "not_current":
+            raise fenced(e.message) from e
+        raise HttpProblem(409, e.reason, e.message) from e
+    ms = got.get("lease_ms")
+    return answer(
+        LeaseGranted(lease_seconds=ms / 1000 if ms else None, renewed_at_ms=int(got["renewed_at_ms"] or 0))
+    )
 
 
 async def restore_report(request: web.Request) -> web.Response:

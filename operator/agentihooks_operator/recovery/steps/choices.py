@@ -15,6 +15,7 @@ import logging
 import time
 
 from ...swarm import SwarmSpec
+from .. import workerlease
 from ..context import Ctx
 from ..errors import NO_CHECKPOINT, NOT_PENDING, InvalidInput, NotDecidedYet, RecoveryRefused
 from ..models import EXECUTION_RE, Choice, DecisionResult, PassReport, Refusal
@@ -80,6 +81,7 @@ def apply_choice(
         decided_by=decided_by,
         checkpoint=checkpoint,
         compatibility_key=compatibility_key,
+        worker_lease_ms=workerlease.lease_ms(spec, record.worker_lease_ms),
         expect="pending",
         marks=[],
     )

@@ -12,6 +12,7 @@ import hmac
 from ..context import Ctx
 from ..errors import RecoveryRefused
 from ..outcomes import check_execution
+from ..store.records import FenceRecord
 from .launching import mint
 
 
@@ -32,15 +33,34 @@ def check_credential(ctx: Ctx, execution_id: str, token: str) -> bool:
     return check_digest(ctx, execution_id, hashlib.sha256(token.encode()).hexdigest())
 
 
+def _same(offered: str, stored: object) -> bool:
+    """Constant time, also when nothing is stored."""
+    o = offered.encode()
+    if stored is None:
+        hmac.compare_digest(o, o)
+        return False
+    return hmac.compare_digest(o, stored if isinstance(stored, bytes) else str(stored).encode())
+
+
+def fenced_reason(ctx: Ctx, execution_id: str, digest: str) -> str | None:
+    """The attempt's fence reason when ``digest`` is the credential its fence revoked, else ``None``."""
+    if not isinstance(digest, str) or not digest or not isinstance(execution_id, str):
+        return None
+    k = ctx.w.keys
+    pipe = ctx.w.client.pipeline(transaction=False)
+    pipe.hget(k.fenced_credentials, execution_id)
+    pipe.hget(k.attempt_fences, execution_id)
+    stored, fence = pipe.execute()
+    ctx.w.trip()
+    if not _same(digest, stored) or fence is None:
+        return None
+    return FenceRecord.model_validate_json(fence).reason
+
+
 def check_digest(ctx: Ctx, execution_id: str, digest: str) -> bool:
     """:func:`check_credential` for a caller known by its credential's sha256 hex (a request another
     replica forwarded with an assertion instead of the token)."""
     if not isinstance(digest, str) or not digest or not isinstance(execution_id, str):
         return False
     ctx.w.trip()
-    stored = ctx.w.client.hget(ctx.w.keys.worker_credentials, execution_id)
-    offered = digest.encode()
-    if stored is None:
-        hmac.compare_digest(offered, offered)
-        return False
-    return hmac.compare_digest(offered, stored if isinstance(stored, bytes) else str(stored).encode())
+    return _same(digest, ctx.w.client.hget(ctx.w.keys.worker_credentials, execution_id))

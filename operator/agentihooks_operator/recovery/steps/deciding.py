@@ -55,6 +55,7 @@ def accept(
     expect: str,
     marks: list[list[str]],
     alongside: Alongside | None = None,
+    worker_lease_ms: int | None = None,
 ) -> Accepted:
     """Store ``choice`` (``None``: the attempt waits) and admit and launch the replacement.
 
@@ -114,6 +115,7 @@ def accept(
             epoch=ctx.w.epoch,
             store_namespace=record.store_namespace,
             replaces=eid,
+            worker_lease_ms=worker_lease_ms if worker_lease_ms is not None else record.worker_lease_ms,
         )
         new = new_record.execution_id
         decision = DecisionRecord(

@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 
 from ...swarm import SwarmSpec
+from .. import workerlease
 from ..context import Ctx
 from ..models import PassReport
 from ..policy import automatic_choice, needs_catalog
@@ -41,6 +42,9 @@ class Failure:
     generation: int
     reason: str
     superseded_legacy: bool = False
+    #: Every container of its Pod was seen terminated: nothing of the attempt runs any more, so its
+    #: replacement need not wait for the worker's lease to run out.
+    proven: bool = False
 
 
 def fence_step(ctx: Ctx, att: Attempt, failure: Failure, report: PassReport) -> FenceRecord | None:
@@ -62,6 +66,9 @@ def fence_step(ctx: Ctx, att: Attempt, failure: Failure, report: PassReport) -> 
         "observed_generation": failure.generation,
         "reason": failure.reason,
         "fence_json": draft.model_dump_json(),
+        "proven": failure.proven,
+        "margin_base_ms": workerlease.BASE_MARGIN_MS,
+        "margin_rate": workerlease.RATE_MARGIN,
         "marks": [[eid, "fence", "ok"], [eid, "hold", "ok"]],
     }
     ctx.point("before:fence")
@@ -78,9 +85,18 @@ def fence_step(ctx: Ctx, att: Attempt, failure: Failure, report: PassReport) -> 
         )
         report.skipped_stale.append(eid)
         return None
+    fence = FenceRecord.model_validate_json(answer["fence"])
     if not answer["existing"]:
         report.fenced.append(eid)
-    return FenceRecord.model_validate_json(answer["fence"])
+        if fence.old_attempt_stops_by_ms is not None:
+            log.warning(
+                "recovery of swarm %s: %s (%s) is fenced but may still run: its replacement is %s",
+                ctx.label,
+                eid,
+                failure.reason,
+                workerlease.wait_message(fence.old_attempt_stops_by_ms),
+            )
+    return fence
 
 
 def recover(
@@ -173,6 +189,7 @@ def recover(
         decided_by="automation",
         checkpoint=checkpoint,
         compatibility_key=spec.compatibility_key,
+        worker_lease_ms=workerlease.lease_ms(spec, record.worker_lease_ms),
         expect="absent",
         marks=marks,
         alongside=alongside,

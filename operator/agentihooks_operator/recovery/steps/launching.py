@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from pydantic import SecretStr
 
 from ...logs import carry
+from .. import workerlease
 from ..context import Ctx
 from ..errors import InjectedFault, LaunchBlocked, LeaseLost
 from ..models import LaunchPlan
-from ..store.records import AttemptRecord
+from ..store.records import AttemptRecord, FenceRecord
 from .launchseen import seen, sent_and_gone
 
 log = logging.getLogger("agentihooks.recovery")
@@ -102,6 +103,7 @@ def plan_for(record: AttemptRecord, token: str, epoch: int, *, resumed: bool = F
         epoch=epoch,
         resumed=resumed,
         store_namespace=record.store_namespace,
+        worker_lease_ms=record.worker_lease_ms,
     )
 
 
@@ -139,6 +141,8 @@ def _launch_locked(
             ctx.w.run("marks", {"marks": [[eid, "launch", "ok"]], "finish": [eid]})
             ctx.waits.done(eid)
             return None
+        if _wait_for_predecessor(ctx, record):
+            return None
         token, digest = mint()
         answer = ctx.w.run("credential", {"execution_id": eid, "cred_hash": digest, "resend": True})
         if not answer["ok"]:
@@ -146,6 +150,8 @@ def _launch_locked(
             ctx.w.run("marks", {"marks": [[eid, "launch", "skipped"]], "finish": [eid]})
             ctx.waits.done(eid)
             return None
+    elif _wait_for_predecessor(ctx, record):
+        return None
     plan = plan_for(record, token, ctx.w.epoch, resumed=resumed)
     ctx.point("before:launch")
     beside = alongside.start() if alongside is not None else None
@@ -185,11 +191,33 @@ def _launch_locked(
     return plan
 
 
-def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
+def _wait_for_predecessor(ctx: Ctx, record: AttemptRecord) -> bool:
+    """Whether ``record`` replaces an attempt that may still run (its death not proven, its worker's
+    lease not yet out): then its launch is noted blocked until that lease ends, and not sent."""
+    if record.replaces is None:
+        return False
+    raw = ctx.w.client.hget(ctx.w.keys.attempt_fences, record.replaces)
+    ctx.w.trip()
+    if raw is None:
+        return False
+    until = FenceRecord.model_validate_json(raw).old_attempt_stops_by_ms
+    now = ctx.now_ms()
+    if until is None or until <= now:
+        return False
+    blocked = LaunchBlocked(workerlease.wait_message(until), reason=workerlease.WAIT_REASON)
+    note_blocked(ctx, record, blocked, wait=(until - now) / 1000)
+    return True
+
+
+def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked, *, wait: float | None = None) -> None:
     """A refused launch: it stays ``unknown`` (a later pass observes, then sends it again once its
-    backoff ran out, :mod:`.launchwait`); the journal says why and when it is tried next."""
+    backoff ran out, :mod:`.launchwait`, or the ``wait`` it was given); the journal says why and when
+    it is tried next."""
     eid = record.execution_id
-    wait = ctx.waits.blocked(eid, ctx.spec_key, grow=e.reason != "api_unavailable")
+    if wait is not None:
+        ctx.waits.hold(eid, ctx.spec_key, wait)
+    else:
+        wait = ctx.waits.blocked(eid, ctx.spec_key, grow=e.reason != "api_unavailable")
     answer = ctx.w.run(
         "blocked",
         {
@@ -201,7 +229,7 @@ def note_blocked(ctx: Ctx, record: AttemptRecord, e: LaunchBlocked) -> None:
             "retry_ms": int(wait * 1000),
         },
     )
-    if answer.get("changed"):
+    if answer.get("changed") and e.reason != workerlease.WAIT_REASON:  # the fence logged that wait
         log.warning(
             "recovery of swarm %s: launch of %s blocked: %s; tried again in %.1f s%s",
             ctx.label,

@@ -72,6 +72,14 @@ class LaunchWaits:
             self._prune()
             return delay
 
+    def hold(self, execution_id: str, spec: str, seconds: float) -> None:
+        """Wait exactly ``seconds`` (a known end, such as the old attempt's lease): no backoff."""
+        with self._lock:
+            prev = self._waits.get(execution_id)
+            tries = prev.tries if prev is not None else 0
+            self._waits[execution_id] = _Wait(tries, self.clock() + max(0.0, seconds), spec)
+            self._prune()
+
     def waiting(self, execution_id: str, spec: str) -> bool:
         """Whether ``execution_id``'s launch is still waiting out its backoff under ``spec``."""
         with self._lock:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...swarm import SeatSpec, SwarmSpec
+from .. import workerlease
 from ..context import Ctx, new_execution_id, new_grant_id
 from ..errors import LaunchBlocked
 from ..models import LaunchPlan
@@ -93,6 +94,7 @@ def _admit_batch(ctx: Ctx, spec: SwarmSpec, chunk: list[SeatSpec]) -> list[Launc
             admitted_at_ms=now,
             epoch=ctx.w.epoch,
             store_namespace=ctx.w.keys.namespace,
+            worker_lease_ms=workerlease.lease_ms(spec, None),
         )
         grant = GrantRecord(grant_id=record.grant_id, seat=seat.name, generation=1, state="active")
         row = LedgerRow(task_id=seat.task.id, seat=seat.name, text=seat.task.text, task_generation=1)

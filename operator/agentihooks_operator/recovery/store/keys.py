@@ -70,6 +70,7 @@ ADDED_PARTS = (
     "held-recoveries",
     "restore-refusals",
     "seats-version",
+    "fenced-credentials",
 )
 #: Every key a write script receives, in this order (``KEYS[i]`` in Lua).
 SCRIPT_PARTS = ORIGINAL_PARTS + ADDED_PARTS
@@ -180,6 +181,12 @@ class SwarmKeys:
     @property
     def worker_credentials(self) -> str:
         return self.part("worker-credentials")
+
+    @property
+    def fenced_credentials(self) -> str:
+        """Hash: execution id → the sha256 of the credential its fence revoked, so a worker still
+        calling with it is told ``fenced`` (and stops its agent) rather than a bare 403."""
+        return self.part("fenced-credentials")
 
     @property
     def restore_outcomes(self) -> str:

@@ -62,10 +62,23 @@ else
 end
 f.fenced_at_ms = now
 f.controller_epoch = epoch
+-- A death not proven (P.proven not true) of an attempt that renewed a worker lease: its replacement waits
+-- until the lease (from the last renewal this script can see: later ones are refused once it ran) is out.
+local lease_at, lease_ms = nn(hb.lease_at_ms), nn(hb.lease_ms)
+if P.proven ~= true and lease_at and lease_ms then
+  local stops_by = lease_at + lease_ms + P.margin_base_ms + math.floor(lease_ms * P.margin_rate)
+  if stops_by > now then
+    f.old_attempt_stops_by_ms = stops_by
+    count('lease_waits_by_reason:' .. P.reason)
+  end
+end
 local raw = cjson.encode(f)
 redis.call('HSET', K['attempt-fences'], id, raw)
 a.state = 'fenced'
 jset(K['attempt-records'], id, a)
+-- the revoked credential's hash is kept apart: its worker is answered "fenced", never a bare 403
+local cred = redis.call('HGET', K['worker-credentials'], id)
+if cred then redis.call('HSET', K['fenced-credentials'], id, cred) end
 redis.call('HDEL', K['worker-credentials'], id)
 local row = jget(K['ledger-tasks'], a.task_id)
 if row and row.held ~= true then
@@ -186,8 +199,15 @@ return done({})
 
 HEARTBEAT = r"""
 local id = P.execution_id
-if not current(id) then return refuse('not_current') end
+local a = current(id)
+if not a then return refuse('not_current') end
 local hb = jget(K['heartbeats'], id) or {}
+-- P.lease: a renewal of the worker lease, for the duration the attempt was launched with
+local lease_ms = nn(a.worker_lease_ms)
+if P.lease == true and lease_ms then
+  hb.lease_at_ms = now
+  hb.lease_ms = lease_ms
+end
 if nn(P.session_id) then hb.session_id = P.session_id end
 local wm = nn(P.watermark)
 if wm then
@@ -197,7 +217,7 @@ if wm then
 end
 hb.at_ms = now
 jset(K['heartbeats'], id, hb)
-return done({})
+return done({lease_ms = lease_ms, renewed_at_ms = now})
 """
 
 PAUSE = r"""

@@ -58,6 +58,9 @@ class Heartbeat(_Record):
     #: The watermark of the worker's final capture, taken after its harness had exited: nothing the
     #: attempt wrote lies past it.
     final_watermark: int | None = None
+    #: The last renewal of the worker lease (swarm clock) and the lease it renewed, in ms.
+    lease_at_ms: int | None = None
+    lease_ms: int | None = None
 
 
 class RestoreSource(_Record):
@@ -92,6 +95,9 @@ class AttemptRecord(_Record):
     #: this release, ``None`` (name-only store layout) for one begun before; a replacement keeps
     #: its predecessor's, so a lineage never changes layout half-way.
     store_namespace: str | None = None
+    #: The worker lease this attempt was launched with (ms); ``None``: launched without one (an
+    #: earlier release), so its worker never renews and nothing waits for it.
+    worker_lease_ms: int | None = None
 
 
 class FenceRecord(_Record):
@@ -118,6 +124,9 @@ class FenceRecord(_Record):
     #: How the account release was known to have happened: ``built-in``, ``confirmed``, ``observed``
     #: (the controller asked the broker) or ``reported`` (the operator answered ``applied``).
     account_release: str | None = None
+    #: Its death was not proven and its worker held a lease: no replacement runs before this time
+    #: (swarm clock, ms), when the old worker has stopped its agent at the latest (:mod:`..workerlease`).
+    old_attempt_stops_by_ms: int | None = None
 
 
 class DecisionRecord(_Record):
