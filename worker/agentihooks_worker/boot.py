@@ -37,9 +37,10 @@ from agentihooks_checkpoint.validator import Validator
 from . import logs, provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
-from .errors import EXIT_FAILURE, EXIT_REFUSED, Refused, WorkerError
+from .errors import EXIT_FAILURE, EXIT_FENCED, EXIT_REFUSED, Refused, WorkerError
 from .harness import Harness, harness_for
 from .launch import read_launch_record
+from .lease import WorkerLease, is_fenced
 from .live_capture import LiveCapture
 from .onboarding import mark_onboarded
 from .report import OutcomeReporter, RestoreReporter, emit, event_line, restore_verified_line
@@ -257,10 +258,28 @@ class Boot:
         """Step 11: run the harness under the supervisor."""
         a = ctx.launch.authority
 
+        lease = self._lease(ctx)
+
         def progress(session_id: str | None, watermark: int | None, final: bool) -> None:
-            if self.reporter is not None:
+            if lease is not None and self.reporter is not None and not final:
+                # one call: the renewal carries the progress that is due (it also counts as a renewal)
+                renew = self.reporter.renew_lease  # type: ignore[attr-defined]
+                lease.renew_with(lambda: renew(session_id=session_id, watermark=watermark))
+            elif self.reporter is not None:
                 self.reporter.report_progress(a.execution_id, session_id, watermark, final=final)
 
+        if lease is not None:
+            try:
+                lease.acquire()  # the harness runs only under an acknowledged lease
+            except Exception as e:
+                code = EXIT_FENCED if is_fenced(e) else EXIT_FAILURE
+                reason = "fenced" if code == EXIT_FENCED else "lease_not_acquired"
+                emit(
+                    event_line(
+                        "agent_stopped", execution_id=a.execution_id, reason=reason, error=type(e).__name__
+                    )
+                )
+                return code
         sup = Supervisor(
             ctx.restored.argv,
             env=ctx.env,
@@ -270,11 +289,24 @@ class Boot:
             interval=self.settings.capture_interval_seconds,
             on_progress=progress,
             kill_seconds=ctx.launch.kill_seconds,
+            lease=lease,
         )
         sup.last_reported = (*self.initial_progress, False)
         code = sup.run()
-        emit(event_line("harness_exited", execution_id=a.execution_id, exit_code=code))
+        if sup.halted is not None:
+            emit(event_line("agent_stopped", execution_id=a.execution_id, reason=sup.halted, exit_code=code))
+        else:
+            emit(event_line("harness_exited", execution_id=a.execution_id, exit_code=code))
         return code
+
+    def _lease(self, ctx: BootContext) -> WorkerLease | None:
+        """The attempt's worker lease, when its launch record has one and a controller to renew it with."""
+        launch = ctx.launch
+        seconds = launch.worker_lease_seconds
+        renew = getattr(self.reporter, "renew_lease", None)
+        if seconds is None or not launch.control_url or renew is None:
+            return None
+        return WorkerLease(renew, duration=seconds, stop_budget=min(launch.kill_seconds, seconds / 4))
 
     def _capture_hook(self, ctx: BootContext) -> LiveCapture | None:
         reg = ctx.launch.registration

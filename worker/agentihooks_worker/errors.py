@@ -14,6 +14,11 @@ EXIT_OK = 0
 EXIT_REFUSED = 64
 EXIT_FAILURE = 70
 EXIT_INCOMPLETE_CHECKPOINT = 75
+#: The worker stopped its agent because its lease ran out without a renewal (the controller was away or
+#: cut off): the controller replaces the attempt, natively from its last capture where it can.
+EXIT_LEASE_EXPIRED = 76
+#: The controller answered that the attempt is fenced: its agent was stopped at once, nothing captured.
+EXIT_FENCED = 77
 
 
 class WorkerError(Exception):

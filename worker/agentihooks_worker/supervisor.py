@@ -6,14 +6,24 @@ the kill budget), calls the capture hook every ``interval`` seconds and once
 after the harness exits, reports the native session id and archive watermark
 as they change, and exits with the harness's own exit code. A harness that
 ended cleanly but whose final checkpoint could not be committed exits 75.
+
+With a worker lease (:mod:`.lease`) the supervisor also stops the harness when
+the lease says so: :meth:`Supervisor.halt` sends SIGTERM to its process group
+and SIGKILL after the stop budget, from the caller's thread and a timer of its
+own (never waiting for the capture or report the main loop may be in). A halted
+harness gets no final capture (a fenced attempt's credential is revoked; a cut-off
+one must not commit after its lease), and the worker exits 77 (fenced) or 76
+(lease expired). A capture or report answered ``fenced`` halts it the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +31,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Literal, Protocol
 
-from .errors import EXIT_FAILURE, EXIT_INCOMPLETE_CHECKPOINT, EXIT_OK
+from .errors import EXIT_FAILURE, EXIT_FENCED, EXIT_INCOMPLETE_CHECKPOINT, EXIT_LEASE_EXPIRED, EXIT_OK
+from .lease import StopReason, is_fenced
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +59,17 @@ class CaptureHook(Protocol):
 ProgressCallback = Callable[[str | None, int | None, bool], None]
 
 
+class LeaseLike(Protocol):
+    """What the supervisor needs of a worker lease (:class:`.lease.WorkerLease`)."""
+
+    def start(self, on_stop: Callable[[StopReason], None]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+HALT_EXIT = {"fenced": EXIT_FENCED, "lease_expired": EXIT_LEASE_EXPIRED}
+
+
 class Supervisor:
     """Runs one harness process to completion."""
 
@@ -63,6 +85,7 @@ class Supervisor:
         on_progress: ProgressCallback | None = None,
         kill_seconds: float = 10,
         poll_seconds: float = 0.2,
+        lease: LeaseLike | None = None,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -76,6 +99,10 @@ class Supervisor:
         self.stop_signal: int | None = None
         self.last_reported: tuple[str | None, int | None, bool] = (None, None, False)
         self.captures: list[CaptureResult] = []
+        self.lease = lease
+        #: Why the harness was stopped for the lease (``fenced``, ``lease_expired``), once it was.
+        self.halted: StopReason | None = None
+        self._halt_lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._stop_at: float | None = None
 
@@ -94,14 +121,54 @@ class Supervisor:
                 stdin.close()
         previous = {s: signal.signal(s, self._forward) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
+            if self.lease is not None:
+                self.lease.start(self.halt)
             code = self._wait()
         finally:
+            if self.lease is not None:
+                self.lease.close()
             for s, handler in previous.items():
                 signal.signal(s, handler)
+        if self.halted is not None:
+            self._kill_group()  # whatever of the harness's group outlived it
+            return HALT_EXIT[self.halted]
         final_ok = self._capture("final")
         if code == EXIT_OK and not final_ok:
             return EXIT_INCOMPLETE_CHECKPOINT
         return code
+
+    def halt(self, reason: StopReason) -> None:
+        """Stop the harness now for the lease's ``reason``: SIGTERM to its group, SIGKILL after the stop
+        budget (on a timer thread, so nothing the main loop is doing delays it). Safe from any thread."""
+        with self._halt_lock:
+            if self.halted is not None:
+                return
+            self.halted = reason
+        log.warning(
+            "stopping the harness: %s", "the attempt was fenced" if reason == "fenced" else "lease expired"
+        )
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        self._signal_group(signal.SIGTERM)
+        threading.Thread(target=self._kill_after, args=(proc,), name="harness-kill", daemon=True).start()
+
+    def _kill_after(self, proc: subprocess.Popen[bytes]) -> None:
+        deadline = time.monotonic() + self.kill_seconds
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        if proc.poll() is None:
+            log.warning("harness outlived its kill budget; killing it")
+        self._kill_group()
+
+    def _signal_group(self, signum: int) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signum)
+
+    def _kill_group(self) -> None:
+        self._signal_group(signal.SIGKILL)
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
         del frame
@@ -126,7 +193,7 @@ class Supervisor:
                 log.warning("harness outlived its kill budget; killing it")
                 os.killpg(self._proc.pid, signal.SIGKILL)
                 self._stop_at = float("inf")
-            if next_capture is not None and now >= next_capture and self._stop_at is None:
+            if next_capture is not None and now >= next_capture and self._stop_at is None and not self.halted:
                 self._capture("periodic")
                 next_capture = time.monotonic() + self.interval
         return rc if rc >= 0 else 128 - rc
@@ -134,9 +201,13 @@ class Supervisor:
     def _capture(self, when: CaptureWhen) -> bool:
         if self.capture is None:
             return True
+        if self.halted is not None:
+            return False
         try:
             result = self.capture(when)
         except Exception as e:
+            if is_fenced(e):
+                self.halt("fenced")
             log.error("%s capture failed: %s", when, type(e).__name__)
             return False
         if result is not None:
@@ -151,6 +222,8 @@ class Supervisor:
         try:
             self.on_progress(session_id, watermark, final)
         except Exception as e:  # not noted as reported: the next capture reports it again
+            if is_fenced(e):
+                self.halt("fenced")
             log.warning("%sprogress report failed: %s", "final " if final else "", type(e).__name__)
             return
         self.last_reported = (session_id, watermark, final)

@@ -51,6 +51,7 @@ CONTINUITY = ("native", "reconstructed", "fresh")
 KNOWN = {
     "restore_outcomes_by_type": CONTINUITY,
     "fences_by_reason": get_args(FailureReason),
+    "lease_waits_by_reason": ("node_lost",),
     "decisions_by_choice": ("resume", "fresh"),
     "decisions_by_decider": DECIDERS,
     "refusals_by_reason": ("not_pending", "no_checkpoint"),
@@ -66,6 +67,11 @@ COUNTERS = {
         "type",
     ),
     "agentihooks_fences": ("Attempts fenced, by failure reason.", "fences_by_reason", "reason"),
+    "agentihooks_lease_waits": (
+        "Fenced attempts whose death was not proven: their replacement waited for the old worker's lease.",
+        "lease_waits_by_reason",
+        "reason",
+    ),
     "agentihooks_decisions_by_choice": (
         "Accepted restore decisions by choice.",
         "decisions_by_choice",

@@ -482,6 +482,22 @@ class ControlReporter:
             body: dict[str, Any] = {"watermark": watermark} | ({"final": True} if final else {})
             self._post("/watermark", body, quick=quick)
 
+    def renew_lease(
+        self, *, session_id: str | None = None, watermark: int | None = None, final: bool = False
+    ) -> dict[str, Any]:
+        """Renew the attempt's worker lease (``POST .../lease``), with the progress that is due.
+
+        Retried briefly only (:data:`REPORT_RETRY_SECONDS`): the worker's lease loop tries again soon
+        anyway. Raises :class:`ControlRefused` with code ``fenced`` (410) once the attempt is fenced."""
+        body: dict[str, Any] = {}
+        if session_id is not None:
+            body["session_id"] = session_id
+        if watermark is not None:
+            body["watermark"] = watermark
+            if final:
+                body["final"] = True
+        return self._post("/lease", body, quick=True)
+
     def report_refusal(self, execution_id: str, reason: str, message: str) -> None:
         """The restore was refused (``POST .../restore-refusal``): the seat then waits for a relaunch.
 
