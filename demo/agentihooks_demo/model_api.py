@@ -51,6 +51,8 @@ from aiohttp import web
 
 #: What a side request is answered with (it never takes a scripted reply).
 SIDE_REPLY = "side reply"
+#: The header naming the attempt that sent a request (the worker has its harness add it).
+ATTEMPT_HEADER = "X-Agentihooks-Execution"
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,40 @@ class RecordedRequest:
     reply: Reply | None = None
     held: bool = False
 
+    #: When it arrived (this process's monotonic clock): the order of requests across attempts.
+    at: float = 0.0
+
     @property
     def text(self) -> str:
         """The body as text (UTF-8)."""
         return self.body.decode("utf-8", "replace")
+
+    @property
+    def attempt(self) -> str | None:
+        """The execution id of the attempt that sent it: the ``X-Agentihooks-Execution`` header the worker
+        has its harness send (Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``, Codex's ``env_http_headers``)."""
+        for name, value in self.headers.items():
+            if name.lower() == ATTEMPT_HEADER.lower():
+                return value
+        return None
+
+
+def overlaps(requests: Sequence[RecordedRequest], successor_of: dict[str, str]) -> list[str]:
+    """The one-live-agent invariant over recorded requests: no request from an attempt after the first
+    request of its seat's next attempt (``successor_of``: fenced attempt → its replacement). Returns
+    one line per violation (empty when it holds)."""
+    first: dict[str, float] = {}
+    for r in requests:
+        if r.attempt is not None:
+            first.setdefault(r.attempt, r.at)
+    out = []
+    for old, new in successor_of.items():
+        if new not in first:
+            continue
+        late = [r.at for r in requests if r.attempt == old and r.at >= first[new]]
+        if late:
+            out.append(f"{old} sent {len(late)} request(s) after its successor {new}'s first")
+    return out
 
 
 @dataclass
@@ -201,6 +233,7 @@ class ModelApi:
             f'base_url = "{self.openai_base_url}"\n'
             'env_key = "OPENAI_API_KEY"\n'
             'wire_api = "responses"\n'
+            'env_http_headers = { "X-Agentihooks-Execution" = "AGENTIHOOKS_EXECUTION_ID" }\n'
             "request_max_retries = 0\n"
             "stream_max_retries = 0\n"
         )
@@ -259,7 +292,9 @@ class ModelApi:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        rec = RecordedRequest(request.method, request.path, dict(request.headers), raw, body)
+        rec = RecordedRequest(
+            request.method, request.path, dict(request.headers), raw, body, at=time.monotonic()
+        )
         with self._lock:
             self.requests.append(rec)
         path = request.path.rstrip("/")

@@ -37,6 +37,7 @@ from agentihooks_checkpoint.validator import Validator
 from . import logs, provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
+from .attribution import attributed
 from .errors import EXIT_FAILURE, EXIT_FENCED, EXIT_REFUSED, Refused, WorkerError
 from .harness import Harness, harness_for
 from .launch import read_launch_record
@@ -124,7 +125,7 @@ class Boot:
         layout = AttemptLayout(self.settings.attempts_dir, a.execution_id, harness.name, a.task_id)
         layout.create()
         provider_files.install(self.settings.provider_files, layout)  # before anything runs the harness
-        env = layout.environment(self.environ)
+        env = attributed(layout.environment(self.environ), a.execution_id)
         if launch.restore is None or launch.restore.checkpoint_id is None:
             self._clone_fresh(launch, layout)
         if harness.name == "claude":

@@ -491,9 +491,9 @@ class Campaign:
 
     async def _final(self) -> None:
         pods = await self.cluster.pods()
-        client = self.sentinel.master_for(MASTER, socket_timeout=2)
+        states = await self._final_states(pods)
         for swarm in self.names:
-            fences, decided, seats = self._states(swarm, pods, client)
+            fences, decided, seats = states[swarm]
             for eid, f in fences.items():
                 self.add(Write(t=self._at(f["fenced_at_ms"]), kind="write", swarm=swarm, what="fence",
                                epoch=f["controller_epoch"], accepted=True, attempt=eid))  # fmt: skip
@@ -504,6 +504,22 @@ class Campaign:
             decisions = {e: d["mode"] for e, d in decided.items() if d.get("mode") in ("resume", "fresh")}
             self.add(Final(t=self.now(), kind="final", swarm=swarm, fences=sorted(fences), seats=seats,
                            decisions=decisions))  # fmt: skip
+
+    async def _final_states(
+        self, pods: list[dict[str, Any]], timeout: float = 120.0
+    ) -> dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, SeatState]]]:
+        """Every swarm's :meth:`_states`, read again while the Sentinels have no primary to name (a
+        failover a Sentinel still runs after the heal): the observer's read, not a verdict."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                client = self.sentinel.master_for(MASTER, socket_timeout=2)
+                return {n: await asyncio.to_thread(self._states, n, pods, client) for n in self.names}
+            except redis.RedisError:
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
 
     def _states(
         self, swarm: str, pods: list[dict[str, Any]], client: Any

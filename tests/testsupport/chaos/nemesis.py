@@ -352,6 +352,10 @@ class Nemesis:
         self.broker.mode = "normal"
         if self.links is not None:
             await asyncio.to_thread(self.links.heal_all)
+        # The heal ends once every Sentinel names one primary that answers as one (as before each Redis
+        # fault): a failover still unsettled would fail the campaign's own final reads
+        # (MasterNotFoundError), which says nothing of the product and hides what the checker would find.
+        await self._until(lambda: self._agreed() is not None, timeout=120.0)
 
 
 class Links:
