@@ -18,6 +18,7 @@ from agentihooks_demo.model_api import (
     Reply,
     ScriptEntry,
     ToolCall,
+    overlaps,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "Reply",
     "ScriptEntry",
     "ToolCall",
+    "overlaps",
 ]

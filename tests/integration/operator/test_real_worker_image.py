@@ -45,7 +45,7 @@ from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY, DUMMY_OPENAI_KEY
 from testsupport.checkpoints import make_repo
 from testsupport.images import project_images
 from testsupport.kube import eventually, operator_process, running_operator
-from testsupport.model_api import HOLD, Flood, ModelApi, Reply, ToolCall
+from testsupport.model_api import HOLD, Flood, ModelApi, Reply, ToolCall, overlaps
 from testsupport.nodediag import diagnose
 from testsupport.realcluster import RealCluster as Cluster
 from testsupport.realnode import NODE_IP, POD_TEMPLATE, proc_status
@@ -355,6 +355,11 @@ async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel
             ]
             assert verified and verified[0]["recovery"] == "native", log[-2000:]
             assert verified[0]["checkpoint_id"] == launch.restore.checkpoint_id
+            # one live agent: every request names its attempt, and none of the first attempt's came
+            # after the replacement's first
+            requests = [q for q in api.snapshot() if q.role == "conversation"]
+            assert {q.attempt for q in requests} == {lost, eid(second)}, [q.attempt for q in requests]
+            assert overlaps(requests, {lost: eid(second)}) == []
 
     assert cluster.created("pods", f"swarm-{eid(second)}") == 1
     assert cluster.count("create", "pods") == 2
