@@ -52,12 +52,11 @@ class WatermarkReport(_In):
 
 class LeaseRenewal(_In):
     """A worker's lease renewal; the progress it carries is recorded as the session and watermark
-    heartbeats would record it (one call instead of three when a report is due)."""
+    heartbeats would record it (one call instead of three when a report is due). A final watermark
+    (after the harness exited) goes to ``/watermark``: the lease no longer matters then."""
 
     session_id: str | None = Field(default=None, pattern=AGENT)
     watermark: JsonInt | None = Field(default=None, ge=0, le=2**53)
-    #: The watermark is that of the worker's final capture (``watermark`` required).
-    final: StrictBool = False
 
 
 class LeaseGranted(BaseModel):

@@ -295,18 +295,13 @@ class Recovery:
         outcomes.heartbeat(self._ctx, execution_id, session_id=None, watermark=watermark, final=final)
 
     def renew_worker_lease(
-        self,
-        execution_id: str,
-        *,
-        session_id: str | None = None,
-        watermark: int | None = None,
-        final: bool = False,
+        self, execution_id: str, *, session_id: str | None = None, watermark: int | None = None
     ) -> dict[str, int | None]:
         """The worker's lease renewal, with the progress it carries (:mod:`.workerlease`): a fenced
         attempt's renewal is refused (``not_current``)."""
         self._leader()
         return outcomes.heartbeat(
-            self._ctx, execution_id, session_id=session_id, watermark=watermark, final=final, lease=True
+            self._ctx, execution_id, session_id=session_id, watermark=watermark, lease=True
         )
 
     # -- worker credentials ------------------------------------------------------------------

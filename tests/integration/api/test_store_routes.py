@@ -208,8 +208,8 @@ def test_fenced_attempt_credential_is_refused_at_once(world: World) -> None:
     world.recoveries["swarm-a"].reconcile(spec, observe([(new, "eng-1", 2)], failed={new: "evicted"}))
     with pytest.raises(ControlRefused) as e:
         remote.size_of(SCOPE, f"checkpoints/{built.checkpoint_id}/committed.json")
-    # revoked: no longer a credential this controller knows
-    assert (e.value.status, e.value.code) == (401, "forbidden_scope")
+    # revoked: its worker is told it was fenced (it stops its agent), and gets nothing
+    assert (e.value.status, e.value.code) == (410, "fenced")
     assert eid
 
 

@@ -47,10 +47,12 @@ def test_forged_token_and_unknown_execution_are_refused(world: World) -> None:
     # a live credential (of swarm-b, published) naming an execution that is not its own
     unknown = session(world, "exe-" + "0" * 32, world.worker_token(world.first["swarm-b"].execution_id))
     assert unknown.status_code == 403 and unknown.json()["error"] == "forbidden_scope"
-    # a published swarm's fenced (revoked) credential is unknown now: 401, never 503
+    # a published swarm's fenced (revoked) credential: its own attempt's routes answer 410 fenced
+    # (its worker stops its agent), never 503; anywhere else it is unknown (401)
     revoked = world.worker_token(world.first["swarm-a"].execution_id)
     fenced = world.fail()
-    assert session(world, fenced, revoked).status_code == 401
+    assert session(world, fenced, revoked).status_code == 410
+    assert session(world, eid, revoked).status_code == 401
 
 
 def test_the_worker_reporter_retries_through_the_gap(world: World) -> None:

@@ -62,8 +62,8 @@ def test_a_renewal_is_stamped_and_carries_progress(redis_url: str, tmp_path: Pat
         hb = _heartbeat(w, eid)
         assert hb.lease_at_ms == got["renewed_at_ms"] and hb.lease_ms == LEASE_MS
         assert (hb.session_id, hb.archive_watermark) == ("sess-9", 7)
-        bad = w.call("POST", f"/v1/executions/{eid}/lease", w.worker_token(eid), json={"final": True})
-        assert bad.status_code == 400  # a final report names its watermark
+        bad = w.call("POST", f"/v1/executions/{eid}/lease", w.worker_token(eid), json={"watermark": -1})
+        assert bad.status_code == 400 and _heartbeat(w, eid).archive_watermark == 7
 
 
 def test_a_death_not_proven_waits_for_the_lease_and_a_proven_one_does_not(

@@ -87,7 +87,7 @@ def test_fenced_attempt_heartbeats_are_refused_at_once(world: World) -> None:
     eid = world.fail()
     before = world.client.hget(world.recoveries["swarm-a"].keys.heartbeats, eid)
     r = world.call("POST", f"/v1/executions/{eid}/watermark", token, json={"watermark": 99})
-    assert r.status_code == 401 and r.json()["error"] == "forbidden_scope"  # revoked by the fence
+    assert r.status_code == 410 and r.json()["error"] == "fenced"  # revoked by the fence: stop the agent
     assert world.client.hget(world.recoveries["swarm-a"].keys.heartbeats, eid) == before
 
 

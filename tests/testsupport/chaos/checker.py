@@ -18,6 +18,9 @@ The promises (one function each, all run by :func:`check`):
   confirmed.
 * ``outcome_mismatch`` — a worker reports the continuity its launch directed,
   or a refusal with its reason; never anything else.
+* ``two_live_agents`` — one live agent per seat: no model request from an
+  attempt after the first request of a later generation of its seat (the
+  attempts' seats and generations come from the Pod creates).
 * ``internal_error`` — no client is answered ``500``: under a fault the API
   says what is temporary (503 with ``Retry-After``) or refused (4xx, 502); a
   500 is a failure nobody can act on.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .history import Entry, Fault, Final, Heal, HistoryError, Lease, Op, Pod, Release, Write, read
+from .history import Entry, Fault, Final, Heal, HistoryError, Lease, Op, Pod, Release, Request, Write, read
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,27 @@ def outcome_mismatch(entries: Sequence[Entry]) -> list[Violation]:
     return out
 
 
+def two_live_agents(entries: Sequence[Entry]) -> list[Violation]:
+    """A request of an attempt after the first request of a later generation of the same seat."""
+    where: dict[str, tuple[str, str, int]] = {}
+    for e in entries:
+        if isinstance(e, Pod) and e.verb == "create":
+            where.setdefault(e.attempt, (e.swarm, e.seat, e.generation))
+    first: dict[tuple[str, str, int], Request] = {}
+    out = []
+    for e in _timed(entries):
+        if not isinstance(e, Request) or e.attempt not in where:
+            continue
+        swarm, seat, generation = where[e.attempt]
+        later = [r for (s, t, g), r in first.items() if (s, t) == (swarm, seat) and g > generation]
+        if later:
+            newer = min(later, key=lambda r: (r.t, r.line))
+            detail = f"{e.attempt} (generation {generation}) spoke after {newer.attempt} had begun"
+            out.append(Violation("two_live_agents", swarm, seat, e.attempt, newer, e, detail))
+        first.setdefault((swarm, seat, generation), e)
+    return out
+
+
 def internal_error(entries: Sequence[Entry]) -> list[Violation]:
     out = []
     for e in _timed(entries):
@@ -258,6 +282,7 @@ SAFETY: tuple[Callable[[Sequence[Entry]], list[Violation]], ...] = (
     stale_epoch,
     epoch_without_takeover,
     outcome_mismatch,
+    two_live_agents,
     internal_error,
 )
 

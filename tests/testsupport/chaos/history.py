@@ -101,6 +101,14 @@ class Op(_Entry):
     answer: str | None = None
 
 
+class Request(_Entry):
+    """A request the model API received, and the attempt that sent it (its ``X-Agentihooks-Execution``)."""
+
+    kind: Literal["request"]
+    swarm: str
+    attempt: str
+
+
 class Fault(_Entry):
     kind: Literal["fault"]
     fault: str
@@ -126,7 +134,9 @@ class Final(_Entry):
     seats: dict[str, SeatState] = {}
 
 
-Entry = Annotated[Lease | Write | Pod | Release | Op | Fault | Heal | Final, Field(discriminator="kind")]
+Entry = Annotated[
+    Lease | Write | Pod | Release | Op | Request | Fault | Heal | Final, Field(discriminator="kind")
+]
 _ENTRY: TypeAdapter[Entry] = TypeAdapter(Entry)
 
 

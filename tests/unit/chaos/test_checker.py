@@ -278,3 +278,18 @@ def test_a_take_whose_lost_answer_is_logged_only_after_later_observations_explai
     raw[18] = {**raw[18], "unanswered": 0}  # never explained, to the end
     v = only(raw, "epoch_without_takeover")
     assert "moved 2 times (1 to 3) with 1 takeovers counted" in str(v)
+
+
+def _requests(raw: list[dict[str, Any]], *at: tuple[float, str]) -> list[dict[str, Any]]:
+    out = raw + [{"t": t, "kind": "request", "swarm": S, "attempt": attempt} for t, attempt in at]
+    return sorted(out, key=lambda e: e["t"])
+
+
+def test_model_requests_of_one_attempt_at_a_time_are_clean() -> None:
+    assert violations(_requests(clean(), (1.0, LOST), (2.9, LOST), (7.0, NEXT), (8.0, NEXT))) == []
+
+
+def test_a_fenced_attempt_speaking_after_its_replacement_began() -> None:
+    v = only(_requests(clean(), (1.0, LOST), (7.0, NEXT), (7.5, LOST)), "two_live_agents")
+    assert (v.seat, v.attempt) == (SEAT, LOST)
+    assert "e-1 (generation 1) spoke after e-2 had begun" in str(v)

@@ -482,9 +482,7 @@ class ControlReporter:
             body: dict[str, Any] = {"watermark": watermark} | ({"final": True} if final else {})
             self._post("/watermark", body, quick=quick)
 
-    def renew_lease(
-        self, *, session_id: str | None = None, watermark: int | None = None, final: bool = False
-    ) -> dict[str, Any]:
+    def renew_lease(self, *, session_id: str | None = None, watermark: int | None = None) -> dict[str, Any]:
         """Renew the attempt's worker lease (``POST .../lease``), with the progress that is due.
 
         Retried briefly only (:data:`REPORT_RETRY_SECONDS`): the worker's lease loop tries again soon
@@ -494,8 +492,6 @@ class ControlReporter:
             body["session_id"] = session_id
         if watermark is not None:
             body["watermark"] = watermark
-            if final:
-                body["final"] = True
         return self._post("/lease", body, quick=True)
 
     def report_refusal(self, execution_id: str, reason: str, message: str) -> None:

@@ -56,15 +56,9 @@ async def lease(request: web.Request) -> web.Response:
     execution = request.match_info["execution"]
     entry, _ = await worker_of(request, execution)
     body = await body_model(request, LeaseRenewal)
-    if body.final and body.watermark is None:
-        raise HttpProblem(400, "invalid_body", "a final report names the watermark its final capture reached")
     try:
         got = await blocking(
-            entry.recovery.renew_worker_lease,
-            execution,
-            session_id=body.session_id,
-            watermark=body.watermark,
-            final=body.final,
+            entry.recovery.renew_worker_lease, execution, session_id=body.session_id, watermark=body.watermark
         )
     except RecoveryRefused as e:
         if e.reason == "not_current":

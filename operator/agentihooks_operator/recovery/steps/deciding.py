@@ -167,5 +167,5 @@ def accept(
         return Accepted(decision=stored, wrote=False, refused=answer["refused"])
     plan = None
     if new_record is not None:
-        plan = launch_step(ctx, new_record, token, alongside)
+        plan = launch_step(ctx, new_record, token, alongside, stops_by=fence.old_attempt_stops_by_ms)
     return Accepted(decision=decision, wrote=True, refused=None, plan=plan)

@@ -107,21 +107,32 @@ def plan_for(record: AttemptRecord, token: str, epoch: int, *, resumed: bool = F
     )
 
 
+#: ``stops_by`` not given: read from the replaced attempt's fence.
+UNREAD = -1
+
+
 def launch_step(
-    ctx: Ctx, record: AttemptRecord, token: str | None, alongside: Alongside | None = None
+    ctx: Ctx,
+    record: AttemptRecord,
+    token: str | None,
+    alongside: Alongside | None = None,
+    *,
+    stops_by: int | None = UNREAD,
 ) -> LaunchPlan | None:
     """Finish the ``launch`` step of ``record``; ``token`` is set only right after the admission.
 
     Returns the plan that was sent, or ``None`` when the Pod was observed to exist already.
     ``alongside`` (only with a ``token``) is sent concurrently and marked with the launch.
+    ``stops_by``: the replaced attempt's fence's ``old_attempt_stops_by_ms`` when the caller holds
+    that fence (no read on the launch's path), else it is read.
     """
     eid = record.execution_id
     with ctx.lock_for(eid):
-        return _launch_locked(ctx, record, token, alongside)
+        return _launch_locked(ctx, record, token, alongside, stops_by)
 
 
 def _launch_locked(
-    ctx: Ctx, record: AttemptRecord, token: str | None, alongside: Alongside | None
+    ctx: Ctx, record: AttemptRecord, token: str | None, alongside: Alongside | None, stops_by: int | None
 ) -> LaunchPlan | None:
     eid = record.execution_id
     resumed = token is None
@@ -150,7 +161,7 @@ def _launch_locked(
             ctx.w.run("marks", {"marks": [[eid, "launch", "skipped"]], "finish": [eid]})
             ctx.waits.done(eid)
             return None
-    elif _wait_for_predecessor(ctx, record):
+    elif _wait_for_predecessor(ctx, record, stops_by):
         return None
     plan = plan_for(record, token, ctx.w.epoch, resumed=resumed)
     ctx.point("before:launch")
@@ -191,18 +202,22 @@ def _launch_locked(
     return plan
 
 
-def _wait_for_predecessor(ctx: Ctx, record: AttemptRecord) -> bool:
+def _wait_for_predecessor(ctx: Ctx, record: AttemptRecord, stops_by: int | None = UNREAD) -> bool:
     """Whether ``record`` replaces an attempt that may still run (its death not proven, its worker's
     lease not yet out): then its launch is noted blocked until that lease ends, and not sent."""
     if record.replaces is None:
         return False
-    raw = ctx.w.client.hget(ctx.w.keys.attempt_fences, record.replaces)
-    ctx.w.trip()
-    if raw is None:
+    until = stops_by
+    if until == UNREAD:
+        raw = ctx.w.client.hget(ctx.w.keys.attempt_fences, record.replaces)
+        ctx.w.trip()
+        if raw is None:
+            return False
+        until = FenceRecord.model_validate_json(raw).old_attempt_stops_by_ms
+    if until is None:  # a proven death, or no lease: no clock reading on the launch's path
         return False
-    until = FenceRecord.model_validate_json(raw).old_attempt_stops_by_ms
     now = ctx.now_ms()
-    if until is None or until <= now:
+    if until <= now:
         return False
     blocked = LaunchBlocked(workerlease.wait_message(until), reason=workerlease.WAIT_REASON)
     note_blocked(ctx, record, blocked, wait=(until - now) / 1000)
