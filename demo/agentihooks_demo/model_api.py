@@ -119,6 +119,8 @@ class RecordedRequest:
 
     #: When it arrived (this process's monotonic clock): the order of requests across attempts.
     at: float = 0.0
+    #: When it arrived on the wall clock (seconds), to compare with the controller's times.
+    wall: float = 0.0
 
     @property
     def text(self) -> str:
@@ -293,7 +295,13 @@ class ModelApi:
         except ValueError:
             body = None
         rec = RecordedRequest(
-            request.method, request.path, dict(request.headers), raw, body, at=time.monotonic()
+            request.method,
+            request.path,
+            dict(request.headers),
+            raw,
+            body,
+            at=time.monotonic(),
+            wall=time.time(),
         )
         with self._lock:
             self.requests.append(rec)

@@ -117,8 +117,18 @@ def _kill_matching(pattern: str) -> None:
                 os.kill(int(proc.name), signal.SIGKILL)
 
 
+#: A supplementary group the kubelet runs with (its uid and primary group stay root): the partition's
+#: iptables rules pick its connections out by it (``-m owner --gid-owner ... --suppl-groups``).
+KUBELET_GROUP = 48711
+#: The connection mark of the kubelet's connections while the node is partitioned, and the chains
+#: (``AGH-PART-*``) of the partition's rules; cleaned with the KUBE-* chains.
+PARTITION_MARK = "0x4711"
+PARTITION = "AGH-PART-"
+
+
 def _iptables_clean() -> None:
-    """Drop the chains the kubelet and CNI made (KUBE-*, CNI-*) and every jump to them."""
+    """Drop the chains the kubelet and CNI made (KUBE-*, CNI-*), a partition's (AGH-PART-*), and every
+    jump to them."""
     for tool in ("iptables", "ip6tables"):
         if shutil.which(tool) is None:
             continue
@@ -127,7 +137,7 @@ def _iptables_clean() -> None:
             ours = {
                 ln[1:].split()[0]
                 for ln in saved
-                if ln.startswith(":") and ln[1:].startswith(("KUBE-", "CNI-"))
+                if ln.startswith(":") and ln[1:].startswith(("KUBE-", "CNI-", PARTITION))
             }
             for line in saved:
                 parts = shlex.split(line)  # the rules' comments are quoted and hold spaces
@@ -298,9 +308,11 @@ class RealNode:
             proc.kill()
             proc.wait(5)
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _spawn(self, name: str, argv: list[str], groups: list[int] | None = None) -> None:
         with (self.logs / f"{name}.log").open("ab") as log:
-            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+            self.procs[name] = subprocess.Popen(
+                argv, stdout=log, stderr=log, start_new_session=True, extra_groups=groups
+            )
 
     def _log_tail(self, name: str, size: int = 3000) -> str:
         with contextlib.suppress(OSError):
@@ -481,6 +493,7 @@ state = "{self.root / "run" / "containerd"}"
                 f"--register-with-taints={MARK}=true:NoSchedule",
                 "--v=1",
             ],
+            groups=[KUBELET_GROUP],
         )
 
     def _start_scheduler(self, binaries: Path) -> None:
@@ -563,6 +576,44 @@ state = "{self.root / "run" / "containerd"}"
                         f"node {self.name} not Ready in {timeout:.0f} s:\n{self._log_tail('kubelet')}"
                     )
                 time.sleep(0.5)
+
+    def partition(self, control_port: int) -> None:
+        """Cut the node off as a network partition does, its processes left running: every packet of
+        the kubelet's connections (to the API server: its node lease, status and watches) is dropped
+        both ways, and so are the Pods' packets to the control API on ``NODE_IP:control_port``.
+        Nothing is refused (connections hang, as across a real partition); containers keep running
+        and still reach everything else on this machine (the model API). :meth:`heal` undoes it."""
+        out, inp, mangle = f"{PARTITION}OUT", f"{PARTITION}IN", f"{PARTITION}MARK"
+        rules = [
+            ("mangle", mangle, ["-m", "owner", "--gid-owner", str(KUBELET_GROUP), "--suppl-groups",
+                                "-j", "CONNMARK", "--set-mark", PARTITION_MARK]),
+            ("filter", out, ["-m", "connmark", "--mark", PARTITION_MARK, "-j", "DROP"]),
+            ("filter", inp, ["-m", "connmark", "--mark", PARTITION_MARK, "-j", "DROP"]),
+            ("filter", inp, ["-s", POD_CIDR, "-d", NODE_IP, "-p", "tcp", "--dport", str(control_port),
+                             "-j", "DROP"]),
+        ]  # fmt: skip
+        for table, chain, _ in rules:
+            _run("iptables", "-t", table, "-N", chain)
+        for table, chain, rule in rules:
+            _run("iptables", "-t", table, "-A", chain, *rule, check=True)
+        for table, hook, chain in (
+            ("mangle", "OUTPUT", mangle),
+            ("filter", "OUTPUT", out),
+            ("filter", "INPUT", inp),
+        ):
+            _run("iptables", "-t", table, "-I", hook, "1", "-j", chain, check=True)
+
+    def heal(self) -> None:
+        """Undo :meth:`partition`: the chains go, and the kubelet's connections are flushed from conntrack
+        marks by their removal (a marked connection's packets pass again)."""
+        for table, hook, chain in (
+            ("mangle", "OUTPUT", f"{PARTITION}MARK"),
+            ("filter", "OUTPUT", f"{PARTITION}OUT"),
+            ("filter", "INPUT", f"{PARTITION}IN"),
+        ):
+            _run("iptables", "-t", table, "-D", hook, "-j", chain)
+            _run("iptables", "-t", table, "-F", chain)
+            _run("iptables", "-t", table, "-X", chain)
 
     def stop_kubelet(self) -> None:
         """The kubelet stops (SIGTERM) and the node goes silent; its containers keep running, as when

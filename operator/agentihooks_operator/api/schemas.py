@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from agentihooks_checkpoint.catalog import CheckpointSummary
+from annotated_types import Ge, Le
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from ..recovery.models import HandoffCard, RecoveryEvent
@@ -55,8 +56,8 @@ class LeaseRenewal(_In):
     heartbeats would record it (one call instead of three when a report is due). A final watermark
     (after the harness exited) goes to ``/watermark``: the lease no longer matters then."""
 
-    session_id: str | None = Field(default=None, pattern=AGENT)
-    watermark: JsonInt | None = Field(default=None, ge=0, le=2**53)
+    session_id: Annotated[str, Field(pattern=AGENT)] | None = None
+    watermark: Annotated[int, Ge(0), Le(2**53), BeforeValidator(_json_integer)] | None = None
 
 
 class LeaseGranted(BaseModel):
