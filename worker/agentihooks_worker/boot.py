@@ -271,7 +271,7 @@ class Boot:
 
         if lease is not None:
             try:
-                lease.acquire()  # the harness runs only under an acknowledged lease
+                lease.acquire(self.settings.control_retry_seconds)  # the harness runs only under a lease
             except Exception as e:
                 code = EXIT_FENCED if is_fenced(e) else EXIT_FAILURE
                 reason = "fenced" if code == EXIT_FENCED else "lease_not_acquired"

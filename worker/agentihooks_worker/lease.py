@@ -120,9 +120,22 @@ class WorkerLease:
                 self._sent = sent
             self.renewals += 1
 
-    def acquire(self) -> None:
-        """The first renewal, before the harness starts: raises when it is not acknowledged."""
-        self.renew()
+    def acquire(self, timeout: float = 0.0) -> None:
+        """The first renewal, before the harness starts, tried again (each try timed from its own
+        send) for up to ``timeout`` seconds while the controller is away (a restart, a rolling
+        update); raises when none was acknowledged, at once when the attempt is fenced."""
+        give_up = self.clock() + timeout
+        while True:
+            try:
+                self.renew()
+                return
+            except LeaseFenced:
+                raise
+            except Exception:
+                if self.clock() >= give_up or self._closed.wait(
+                    min(RETRY_SECONDS, max(0.0, give_up - self.clock()))
+                ):
+                    raise
 
     # -- the threads ---------------------------------------------------------------------------
     def start(self, on_stop: Callable[[StopReason], None]) -> None:

@@ -99,3 +99,24 @@ def test_the_harness_names_its_attempt_to_the_model_api() -> None:
     assert env[ENV] == "exe-1"
     assert env[CLAUDE_HEADERS].splitlines() == ["X-Team: a", "X-Agentihooks-Execution: exe-1"]
     assert attributed({}, "exe-2")[CLAUDE_HEADERS] == "X-Agentihooks-Execution: exe-2"
+
+
+def test_acquire_gives_up_when_nothing_was_acknowledged_and_at_once_when_fenced() -> None:
+    clock = Clock()
+    calls: list[int] = []
+
+    def away() -> None:
+        calls.append(1)
+        raise ConnectionError("away")
+
+    with pytest.raises(ConnectionError):
+        _lease(clock, away).acquire(timeout=0)
+    assert calls == [1] and clock.now == 1000
+
+    def fenced() -> None:
+        calls.append(2)
+        raise ControlRefused(410, "fenced", "x")
+
+    with pytest.raises(LeaseFenced):
+        _lease(clock, fenced).acquire(timeout=3600)  # no retry: the answer is final
+    assert calls == [1, 2]
