@@ -52,6 +52,7 @@ KNOWN = {
     "restore_outcomes_by_type": CONTINUITY,
     "fences_by_reason": get_args(FailureReason),
     "lease_waits_by_reason": ("node_lost",),
+    "lease_wait_overrides": ("operator",),
     "decisions_by_choice": ("resume", "fresh"),
     "decisions_by_decider": DECIDERS,
     "refusals_by_reason": ("not_pending", "no_checkpoint"),
@@ -67,6 +68,11 @@ COUNTERS = {
         "type",
     ),
     "agentihooks_fences": ("Attempts fenced, by failure reason.", "fences_by_reason", "reason"),
+    "agentihooks_lease_wait_overrides": (
+        "Lease waits the operator ended by confirming the old attempt had stopped (confirm-stopped).",
+        "lease_wait_overrides",
+        "by",
+    ),
     "agentihooks_lease_waits": (
         "Fenced attempts whose death was not proven: their replacement waited for the old worker's lease.",
         "lease_waits_by_reason",

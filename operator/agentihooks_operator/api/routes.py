@@ -16,7 +16,14 @@ from ..recovery.models import RecoveryEvent
 from ..recovery.store.records import StoredOutcome
 from ..swarm import IDENTIFIER
 from .handlers import decisions, ops, relaunch, store, swarms, workers
-from .handlers.relaunch import RelaunchAnswer, RelaunchRequest, RestoreRefusalAnswer, RestoreRefusalReport
+from .handlers.relaunch import (
+    ConfirmStoppedAnswer,
+    ConfirmStoppedRequest,
+    RelaunchAnswer,
+    RelaunchRequest,
+    RestoreRefusalAnswer,
+    RestoreRefusalReport,
+)
 from .schemas import (
     Accepted,
     CheckpointsAnswer,
@@ -446,6 +453,30 @@ ROUTES: tuple[Route, ...] = (
             **LARGE,
         },
         links={200: SEAT_LINKS, 202: SEAT_LINKS},
+    ),
+    Route(
+        "POST",
+        "/v1/swarms/{swarm}/seats/{seat}/confirm-stopped",
+        relaunch.confirm_stopped,
+        "The operator confirms the seat's fenced attempt has stopped: its replacement no longer waits",
+        "operator",
+        ConfirmStoppedRequest,
+        {
+            200: ("confirmed (or confirmed before: replayed)", ConfirmStoppedAnswer),
+            400: ("invalid body", "json"),
+            **DENIED,
+            404: ("unknown swarm or seat", "json"),
+            409: (
+                "not_fenced: no such fenced attempt of the seat; not_waiting: nothing waits for it",
+                "json",
+            ),
+            **LARGE,
+            503: (
+                "Redis is unavailable, or this replica does not hold the lease (not_leader); retry after "
+                "Retry-After",
+                "json",
+            ),
+        },
     ),
     Route(
         "POST",

@@ -241,6 +241,43 @@ def relaunch(  # noqa: PLR0917 (typer reads each option from a parameter)
     run(body, ctx)
 
 
+@app.command("confirm-stopped")
+def confirm_stopped(
+    ctx: typer.Context,
+    seat: Annotated[
+        str,
+        typer.Argument(
+            help="The seat whose fenced attempt is known to have stopped.", autocompletion=complete.seats
+        ),
+    ],
+    execution: Annotated[
+        str | None,
+        typer.Option(
+            "--execution", help="The fenced attempt meant (as its card names it); default: the seat's."
+        ),
+    ] = None,
+    output: OutputOption = Format.text,
+) -> None:
+    """Confirm (operator only) that SEAT's fenced attempt has stopped, e.g. its node is known dead and
+    gone: its replacement is launched at the next pass instead of after the attempt's worker lease.
+
+    Like ``kubectl delete pod --force``: only when you know the old agent no longer runs; otherwise
+    two agents may work the seat until its lease runs out. The controller logs who confirmed it.
+    """
+
+    def body() -> None:
+        payload: dict[str, Any] = {"execution_id": execution} if execution else {}
+        b = _client(ctx).call("POST", _seat_path(ctx, seat, "confirm-stopped"), json=payload).body
+        what = "already confirmed" if b.get("replayed") else "confirmed"
+        said = (
+            f"{what}: seat {seat}: {b.get('execution_id')} has stopped; its replacement no longer waits "
+            f"(it would have until {render.when(b.get('waited_until_ms'))})"
+        )
+        emit(b, output, lambda _: said)
+
+    run(body, ctx)
+
+
 @app.command()
 def status(
     ctx: typer.Context,

@@ -17,7 +17,7 @@ from agentihooks_checkpoint.scope import StoreScope
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
-from . import held, outcomes, relaunch, resume
+from . import held, outcomes, relaunch, resume, workerlease
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
 from .fanout import InFlight
@@ -41,7 +41,7 @@ from .steps.broker import BrokerSource
 from .store import telemetry
 from .store.keys import SwarmKeys
 from .store.reads import current_attempts, one
-from .store.records import AttemptRecord, RefusalRecord, StoredOutcome
+from .store.records import AttemptRecord, FenceRecord, RefusalRecord, StoredOutcome
 from .store.seatsmap import SeatsReader
 from .store.writer import Writer
 
@@ -303,6 +303,14 @@ class Recovery:
         return outcomes.heartbeat(
             self._ctx, execution_id, session_id=session_id, watermark=watermark, lease=True
         )
+
+    def confirm_stopped(
+        self, seat: str, *, execution_id: str | None = None, by: str = "operator"
+    ) -> tuple[FenceRecord, bool]:
+        """The operator confirmed that the seat's fenced attempt has stopped (its node is known dead):
+        its replacement is launched without waiting for the attempt's worker lease (logged, counted)."""
+        self._leader()
+        return workerlease.confirm_stopped(self._ctx, seat, execution_id, by)
 
     # -- worker credentials ------------------------------------------------------------------
     def mint_worker_credential(self, execution_id: str) -> str:

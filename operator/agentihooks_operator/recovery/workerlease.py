@@ -23,9 +23,15 @@ at once: nothing of the attempt runs any more.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 from ..swarm import SwarmSpec
+from .context import Ctx
+from .errors import RecoveryRefused
+from .store.records import DecisionRecord, FenceRecord
+
+log = logging.getLogger("agentihooks.recovery")
 
 #: The fixed part of the margin: two Redis servers' clocks after a failover, a slow renewal answer.
 BASE_MARGIN_MS = 5_000
@@ -54,3 +60,42 @@ def wait_message(until_ms: int) -> str:
     """What the card, ``status`` and the journal say while a replacement waits."""
     at = datetime.fromtimestamp(until_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"waiting for the old attempt to stop until {at}"
+
+
+def confirm_stopped(ctx: Ctx, seat: str, execution_id: str | None, by: str) -> tuple[FenceRecord, bool]:
+    """The operator's word that the seat's fenced attempt (``execution_id``, default the seat's last
+    fenced one) has stopped: its replacement no longer waits for its lease. Returns the fence and
+    whether this was said before (``replayed``). Raises ``RecoveryRefused``: ``not_fenced`` (no such
+    fenced attempt of the seat), ``not_waiting`` (nothing waits for it)."""
+    if execution_id is None:
+        raw = ctx.w.client.hget(ctx.w.keys.seat_handoffs, seat)
+        ctx.w.trip()
+        execution_id = raw.decode() if isinstance(raw, bytes) else raw
+        if execution_id is None:
+            raise RecoveryRefused("the seat has no fenced attempt", reason="not_fenced")
+    answer = ctx.w.run("confirm_stopped", {"execution_id": execution_id, "seat": seat, "by": by})
+    if not answer["ok"]:
+        if answer["refused"] == "not_waiting":
+            raise RecoveryRefused(
+                "nothing waits for this attempt: its death was proven, or its lease has run out",
+                reason="not_waiting",
+            )
+        raise RecoveryRefused("no such fenced attempt of this seat", reason="not_fenced")
+    fence = FenceRecord.model_validate_json(answer["fence"])
+    decided = ctx.w.client.hget(ctx.w.keys.attempt_recoveries, execution_id)
+    ctx.w.trip()
+    if decided is not None:  # its replacement's launch goes out at the next pass, not at its old time
+        replacement = DecisionRecord.model_validate_json(decided).replacement
+        if replacement is not None:
+            ctx.waits.done(replacement)
+    if not answer.get("replayed"):
+        log.warning(
+            "recovery of swarm %s: %s confirmed that %s (seat %s) has stopped: its replacement no longer "
+            "waits for its lease (it would have until %s)",
+            ctx.label,
+            by,
+            execution_id,
+            seat,
+            wait_message(fence.waited_until_ms or 0).rsplit(" ", 1)[-1],
+        )
+    return fence, bool(answer.get("replayed"))

@@ -158,3 +158,41 @@ def test_a_lease_out_of_range_is_refused(seconds: int) -> None:
     body["recovery"] = {**body.get("recovery", {}), "workerLeaseSeconds": seconds}
     with pytest.raises(ValidationError, match="workerLeaseSeconds"):
         SwarmSpec.model_validate(body)
+
+
+def test_the_operator_may_confirm_a_lost_attempt_stopped_and_nobody_else(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The deliberate override (``kubectl delete pod --force``'s counterpart): the replacement goes out at
+    the next pass instead of after the lease; it is kept on the fence, logged and counted."""
+    with make_world(redis_url, tmp_path) as w:
+        r, spec = w.recoveries["swarm-a"], w.specs["swarm-a"]
+        eid = w.first["swarm-a"].execution_id
+        path = "/v1/namespaces/default/swarms/swarm-a/seats/eng-1/confirm-stopped"
+        nothing = w.call("POST", path, w.tokens["operator"], json={})
+        assert (nothing.status_code, nothing.json()["error"]) == (409, "not_fenced")
+        _renew(w, eid)
+        _age_renewal(w, eid, left_ms=3_600_000)  # an hour of lease left: far longer than this test
+        r.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "node_lost"}))
+        until = _fence(w, eid).old_attempt_stops_by_ms
+        new = r.decide(eid, "fresh", "operator", spec=spec).replacement
+        assert new is not None and new not in w.launcher.pods
+        for who in (w.tokens["master@example-1"], w.worker_token(w.first["swarm-b"].execution_id)):
+            refused = w.call("POST", path, who, json={})
+            assert refused.status_code in (401, 403), refused.text
+        assert _fence(w, eid).stop_confirmed_at_ms is None
+        wrong = w.call("POST", path, w.tokens["operator"], json={"execution_id": "exe-" + "0" * 32})
+        assert (wrong.status_code, wrong.json()["error"]) == (409, "not_fenced")
+        ok = w.call("POST", path, w.tokens["operator"], json={})
+        assert ok.status_code == 200, ok.text
+        got = ok.json()
+        assert (got["execution_id"], got["waited_until_ms"], got["replayed"]) == (eid, until, False)
+        again = w.call("POST", path, w.tokens["operator"], json={"execution_id": eid})
+        assert again.status_code == 200 and again.json()["replayed"] is True
+        fence = _fence(w, eid)
+        assert fence.old_attempt_stops_by_ms is None and fence.stop_confirmed_by == "operator"
+        r.reconcile(spec, observe([(new, "eng-1", 2)]))  # the next pass launches it
+        assert new in w.launcher.pods
+        assert r.metrics().get("lease_wait_overrides:operator") == 1
+        # nothing waits any more: a new confirmation of the same attempt is only the same answer
+        assert w.call("POST", path, w.tokens["operator"], json={}).json()["replayed"] is True

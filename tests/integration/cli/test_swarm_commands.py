@@ -195,3 +195,32 @@ def test_an_unknown_swarm_names_the_namespace_asked_and_why(world: World, tmp_pa
         app, ["swarm", "swarm-a", "-n", "default", "status"], env={**env, "KUBECONFIG": str(config)}
     )
     assert ok.exit_code == 0, ok.output
+
+
+def test_confirm_stopped_ends_a_lease_wait_and_says_so(world: World, cli) -> None:  # type: ignore[no-untyped-def]
+    r, spec = world.recoveries["swarm-a"], world.specs["swarm-a"]
+    eid = world.first["swarm-a"].execution_id
+    from testsupport.recovery import observe
+
+    ok = world.call("POST", f"/v1/executions/{eid}/lease", world.worker_token(eid), json={})
+    assert ok.status_code == 200
+    r.reconcile(spec, observe([(eid, "eng-1", 1)], failed={eid: "node_lost"}))  # renewed just now: it waits
+    new = r.decide(eid, "fresh", "operator", spec=spec).replacement
+    assert new is not None and new not in world.launcher.pods
+    master = cli("swarm", "swarm-a", "confirm-stopped", "eng-1", token=world.tokens[MASTER_A])
+    assert master.exit_code == 1 and one_error_line(master.output).startswith("error: ")
+    said = cli("swarm", "swarm-a", "confirm-stopped", "eng-1", token=world.tokens["operator"])
+    assert said.exit_code == 0, said.output
+    assert f"confirmed: seat eng-1: {eid} has stopped; its replacement no longer waits" in said.output
+    again = cli(
+        "swarm", "swarm-a", "confirm-stopped", "eng-1", "--execution", eid, token=world.tokens["operator"]
+    )
+    assert again.exit_code == 0 and "already confirmed" in again.output
+    r.reconcile(spec, observe([(new, "eng-1", 2)]))
+    assert new in world.launcher.pods
+    # a proven death: nothing waits, nothing to confirm
+    ok = world.call("POST", f"/v1/executions/{new}/lease", world.worker_token(new), json={})
+    assert ok.status_code == 200
+    r.reconcile(spec, observe([(new, "eng-1", 2)], failed={new: "oom_killed"}))
+    proven = cli("swarm", "swarm-a", "confirm-stopped", "eng-1", token=world.tokens["operator"])
+    assert proven.exit_code == 1 and "nothing waits for this attempt" in one_error_line(proven.output)

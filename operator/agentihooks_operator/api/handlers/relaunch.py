@@ -30,6 +30,7 @@ from ..common import (
     body_model,
     named_swarm,
     not_a_worker,
+    operator_only,
     operator_or_master,
     state_of,
     worker_of,
@@ -117,6 +118,55 @@ async def restore_refusal(request: web.Request) -> web.Response:
     except RecoveryRefused as e:
         raise HttpProblem(409, e.reason, e.message) from e
     return answer(_stored(stored))
+
+
+class ConfirmStoppedRequest(BaseModel):
+    """The operator's word that a fenced attempt has stopped; every field is optional."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The fenced attempt meant (as the card names it); default: the seat's last fenced attempt.
+    execution_id: str | None = Field(default=None, pattern=EXECUTION_ID)
+
+
+class ConfirmStoppedAnswer(BaseModel):
+    status: Literal["confirmed"] = "confirmed"
+    seat: str
+    execution_id: str
+    #: When its replacement would have been launched without this (ms, the swarm's clock).
+    waited_until_ms: int | None = None
+    confirmed_at_ms: int | None = None
+    #: True when this was confirmed before: nothing changed.
+    replayed: bool = False
+
+
+async def confirm_stopped(request: web.Request) -> web.Response:
+    """The operator confirms a fenced attempt has stopped (``kubectl delete pod --force``'s
+    counterpart): its replacement no longer waits for the attempt's worker lease."""
+    state = state_of(request)
+    entry = state.entry(*named_swarm(request))
+    seat = request.match_info["seat"]
+    operator_only(request)
+    body = await body_model(request, ConfirmStoppedRequest)
+    if seat not in {s.name for s in entry.spec.seats}:
+        raise unknown_seat()
+    if body.execution_id is not None:
+        request[REQUEST_EXECUTION] = body.execution_id
+    try:
+        fence, replayed = await blocking(
+            entry.recovery.confirm_stopped, seat, execution_id=body.execution_id, by="operator"
+        )
+    except RecoveryRefused as e:
+        raise HttpProblem(409, e.reason, e.message) from e
+    return answer(
+        ConfirmStoppedAnswer(
+            seat=seat,
+            execution_id=fence.execution_id,
+            waited_until_ms=fence.waited_until_ms,
+            confirmed_at_ms=fence.stop_confirmed_at_ms,
+            replayed=replayed,
+        )
+    )
 
 
 async def relaunch(request: web.Request) -> web.Response:

@@ -220,6 +220,26 @@ jset(K['heartbeats'], id, hb)
 return done({lease_ms = lease_ms, renewed_at_ms = now})
 """
 
+# The operator confirmed that a fenced attempt has stopped (its node is known dead): its replacement no
+# longer waits for the attempt's worker lease. Once per fence; a repeat answers the same confirmation.
+CONFIRM_STOPPED = r"""
+local id = P.execution_id
+local f = jget(K['attempt-fences'], id)
+if not f or f.seat ~= P.seat then return refuse('not_fenced') end
+if nn(f.stop_confirmed_at_ms) then return done({replayed=true, fence=cjson.encode(f)}) end
+local until_ms = nn(f.old_attempt_stops_by_ms)
+if not until_ms or until_ms <= now then return refuse('not_waiting') end
+f.waited_until_ms = until_ms
+f.old_attempt_stops_by_ms = nil
+f.stop_confirmed_at_ms = now
+f.stop_confirmed_by = P.by
+local raw = cjson.encode(f)
+redis.call('HSET', K['attempt-fences'], id, raw)
+count('lease_wait_overrides:' .. P.by)
+event('recovery', id, f.seat, nil, f.generation, 'the lease wait skipped: stop confirmed by ' .. P.by)
+return done({replayed=false, fence=raw})
+"""
+
 PAUSE = r"""
 if P.paused then redis.call('SET', K['recovery-paused'], tostring(epoch))
 else redis.call('DEL', K['recovery-paused']) end
@@ -259,6 +279,7 @@ BODIES = {
     "outcome": OUTCOME,
     "credential": CREDENTIAL,
     "heartbeat": HEARTBEAT,
+    "confirm_stopped": CONFIRM_STOPPED,
     "pause": PAUSE,
     "marks": MARKS,
     "blocked": BLOCKED,

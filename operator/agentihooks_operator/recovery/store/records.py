@@ -127,6 +127,11 @@ class FenceRecord(_Record):
     #: Its death was not proven and its worker held a lease: no replacement runs before this time
     #: (swarm clock, ms), when the old worker has stopped its agent at the latest (:mod:`..workerlease`).
     old_attempt_stops_by_ms: int | None = None
+    #: The operator confirmed the attempt stopped (its node known dead): when, by whom, and the lease
+    #: wait it ended (``old_attempt_stops_by_ms`` is cleared then).
+    stop_confirmed_at_ms: int | None = None
+    stop_confirmed_by: str | None = None
+    waited_until_ms: int | None = None
 
 
 class DecisionRecord(_Record):
