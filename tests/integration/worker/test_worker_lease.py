@@ -4,7 +4,8 @@
   (exit 77), and nothing is captured for it after the fence.
 * A worker cut off from every replica (a partition: the proxy holds every byte, connections stay
   open) keeps its agent through a short outage, and stops it by its deadline in a long one (exit 76),
-  before the controller's view of its lease has run out.
+  before the controller's view of its lease has run out. Once the controller is back, that exit is
+  a proven death: replaced at once, natively from the attempt's last capture, with no decision.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 from agentihooks_checkpoint.scope import StoreScope
-from agentihooks_operator.recovery.store.records import Heartbeat
+from agentihooks_operator.recovery.store.records import FenceRecord, Heartbeat
 from agentihooks_worker.errors import EXIT_FENCED, EXIT_LEASE_EXPIRED
 from testsupport import faultproxy
 from testsupport.control_api import World, make_world
@@ -140,5 +141,21 @@ def test_a_cut_off_worker_rides_out_a_short_outage_and_stops_in_a_long_one(
             err = capsys.readouterr().err
             stopped = events(err, "agent_stopped")
             assert len(stopped) == 1 and stopped[0]["reason"] == "lease_expired"
+
+            # The controller back: the worker's exit (76) is a proven death, replaced at once, and
+            # natively from the attempt's last capture, with no decision from anyone.
+            proxy.heal("control")
+            r, spec = w.recoveries["swarm-a"], w.specs["swarm-a"]
+            assert r.acquire()  # its swarm lease ran out while nobody renewed it: taken again
+            r.unpause()
+            report = r.reconcile(spec, observe([(new, "eng-1", 2)], failed={new: "application_exit"}))
+            assert new in report.fenced
+            raw = w.client.hget(r.keys.attempt_fences, new)
+            assert raw is not None and FenceRecord.model_validate_json(raw).old_attempt_stops_by_ms is None
+            decided = report.decisions[0]
+            assert decided.mode == "resume" and decided.directive is not None
+            assert decided.directive.recovery.value == "native"
+            assert decided.checkpoint == w.store.list_checkpoints(SCOPE, execution_id=new)[-1].checkpoint_id
+            assert decided.replacement in w.launcher.pods
     finally:
         proxy.stop()
