@@ -88,19 +88,6 @@ def _keep_lease(client: redis.Redis, key: str, stop: threading.Event) -> None:
         client.pexpire(key, 60_000)
 
 
-def _phase(
-    pid: int, base: str, tokens: dict[str, str], route: str, window: float
-) -> tuple[tuple[float, float], tuple[int, int]]:
-    box: list[tuple[int, int]] = []
-    spent = measure(pid, lambda: box.append(asyncio.run(load(base, tokens, route, window))))
-    return spent, box[0]
-
-
-def _keep_lease(client: redis.Redis, key: str, stop: threading.Event) -> None:
-    while not stop.wait(2.0):
-        client.pexpire(key, 60_000)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=1000)

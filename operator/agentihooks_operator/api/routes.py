@@ -183,6 +183,13 @@ WORKER_RETRY: dict[int, tuple[str, Body]] = {
         "json",
     )
 }
+#: A write that needs the swarm's lease, on a replica that may not hold it.
+LEADER_RETRY: dict[int, tuple[str, Body]] = {
+    503: (
+        "Redis is unavailable, or this replica does not hold the lease (not_leader); retry after Retry-After",
+        "json",
+    )
+}
 LARGE: dict[int, tuple[str, Body]] = {
     408: ("body_timeout: the body did not arrive within the body timeout (the connection is closed)", "json"),
     413: ("the JSON body is larger than 64 KiB", "json"),
@@ -471,11 +478,7 @@ ROUTES: tuple[Route, ...] = (
                 "json",
             ),
             **LARGE,
-            503: (
-                "Redis is unavailable, or this replica does not hold the lease (not_leader); retry after "
-                "Retry-After",
-                "json",
-            ),
+            **LEADER_RETRY,
         },
     ),
     Route(
@@ -492,11 +495,7 @@ ROUTES: tuple[Route, ...] = (
             404: ("unknown swarm or seat", "json"),
             409: ("not_refused: the seat's attempt reported no refused restore", "json"),
             **LARGE,
-            503: (
-                "Redis is unavailable, or this replica does not hold the lease (not_leader); retry after "
-                "Retry-After",
-                "json",
-            ),
+            **LEADER_RETRY,
         },
     ),
     Route(
