@@ -347,9 +347,9 @@ async def plane_size(
     import kopf
     import realplane
     from agentihooks_operator.k8s import handlers
+    from agentihooks_operator.k8s.building.pods import label
     from agentihooks_operator.k8s.client import KubeClient
     from agentihooks_operator.k8s.config import OperatorConfig
-    from agentihooks_operator.k8s.pods import label
     from testsupport import kubelet as kl
 
     name = f"pass-{n}"
@@ -512,7 +512,7 @@ def feed_from(watch: Any, memo: Any, namespace: str, swarm: str) -> Any:
     """Hand every Pod event of ``watch`` to the swarm's Pod cache, as ``handlers.pod_changed`` does;
     returns the call that stops it."""
     import realplane
-    from agentihooks_operator.k8s import podcache
+    from agentihooks_operator.k8s.observing import podcache
 
     seen = watch._seen
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # generated_file sits 
 from generated_file import arguments, write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "operator" / "agentihooks_operator" / "k8s" / "worker_pod_fields.json"
+TARGET = ROOT / "operator" / "agentihooks_operator" / "k8s" / "building" / "worker_pod_fields.json"
 K8S_VERSION = "1.30.0"
 sys.path.insert(0, str(ROOT / "operator"))
 from agentihooks_operator.worker_pod import CONTAINER_FIELDS, POD_FIELDS  # noqa: E402

@@ -31,8 +31,8 @@ from typing import Any
 
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
-from agentihooks_operator.k8s.podcache import PodCache
-from agentihooks_operator.k8s.pods import OWNER_LABEL, Owner, label, owner_value, pod_name
+from agentihooks_operator.k8s.building.pods import OWNER_LABEL, Owner, label, owner_value, pod_name
+from agentihooks_operator.k8s.observing.podcache import PodCache
 from agentihooks_operator.k8s.swarmpass import SwarmPass
 from agentihooks_operator.recovery import Recovery
 from agentihooks_operator.recovery.store.clock import RedisClock

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from agentihooks_operator.k8s.classify import apply_pull_grace, classify
+from agentihooks_operator.k8s.observing.classify import apply_pull_grace, classify
 from testsupport.original_records import EXECUTION, original_pod
 
 NOW = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
-from agentihooks_operator.k8s.pods import Execution, Owner, build_pod_spec, owner_value
+from agentihooks_operator.k8s.building.pods import Execution, Owner, build_pod_spec, owner_value
 from agentihooks_operator.k8s.swarmpass import SwarmPass
 from agentihooks_operator.recovery import Recovery
 from testsupport.original_records import original_pod

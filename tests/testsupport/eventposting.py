@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from agentihooks_operator.k8s.pods import Owner
+from agentihooks_operator.k8s.building.pods import Owner
 from agentihooks_operator.k8s.swarmpass import SwarmPass
 from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec

@@ -35,7 +35,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from ..instruments import DECIDERS, KNOWN_REASONS
-from ..k8s.classify import Reason as FailureReason
+from ..k8s.observing.classify import Reason as FailureReason
 from ..recovery.errors import RecoveryError
 from .registry import SwarmEntry
 from .state import ApiState

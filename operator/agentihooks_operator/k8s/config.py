@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ..recovery.store.durable import Durability
 from ..redisconn import connect, parse
-from .podpolicy import TemplatePolicy
+from .building.podpolicy import TemplatePolicy
 
 
 def _default_holder() -> str:

@@ -16,8 +16,8 @@ import re
 from typing import Any
 
 from ..swarm import SCHEMA_MARK, SwarmSpec
-from .podtemplate import MARK as POD_TEMPLATE
-from .podtemplate import template_schema
+from .building.podtemplate import MARK as POD_TEMPLATE
+from .building.podtemplate import template_schema
 
 GROUP = "agentihooks.io"
 VERSION = "v1alpha1"

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .building.pods import pod_name
 from .crd import API_VERSION, KIND
-from .pods import pod_name
 
 COMPONENT = "agentihooks-operator"
 

@@ -47,17 +47,18 @@ from ..recovery.store import layout
 from ..recovery.store.clock import RedisClock
 from ..recovery.store.keys import SwarmKeys
 from ..swarm import SwarmSpec
-from . import conditions, podcache, specstatus
+from . import conditions, specstatus
+from .building.pods import DOMAIN, Owner
+from .building.rootvolume import probe_refusal
 from .client import KubeClient, follow_kubeconfig_env
 from .config import OperatorConfig, connect_redis
 from .crd import GROUP, PLURAL, VERSION
 from .errors import AccessDenied, ApiError, InvalidSwarm, NoCredentials
 from .launcher import KubernetesLauncher
 from .leftovers import RedisLeftovers
+from .observing import podcache
 from .pipeline import Lane, Pipeline
 from .placement import Placement, Timing
-from .pods import DOMAIN, Owner
-from .rootvolume import probe_refusal
 from .swarmpass import SwarmPass
 from .throttle import ClientLimits
 

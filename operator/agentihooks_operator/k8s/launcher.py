@@ -51,12 +51,8 @@ from ..logs import carry
 from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
-from .client import KubeClient, describe_refusal
-from .errors import ApiError
-from .events import Notice, events_for
-from .leftovers import Leftovers, MemoryLeftovers
-from .podpolicy import TemplatePolicy, refusals
-from .pods import (
+from .building.podpolicy import TemplatePolicy, refusals
+from .building.pods import (
     Execution,
     Owner,
     build_launch_record,
@@ -68,9 +64,13 @@ from .pods import (
     pod_name,
     seat_of,
 )
-from .provider import ProviderCredential, ProviderCredentialError
-from .provider import read as read_provider
-from .rootvolume import root_refusal
+from .building.provider import ProviderCredential, ProviderCredentialError
+from .building.provider import read as read_provider
+from .building.rootvolume import root_refusal
+from .client import KubeClient, describe_refusal
+from .errors import ApiError
+from .events import Notice, events_for
+from .leftovers import Leftovers, MemoryLeftovers
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from ..errors import OperatorError
 from ..recovery import LeaseLost
 from ..recovery.models import AttemptObservation
 from ..swarm import SwarmSpec
-from .classify import DISRUPTIONS, classify
-from .observe import SUPERSEDED
-from .pods import label, owned_by
+from .building.pods import label, owned_by
+from .observing.classify import DISRUPTIONS, classify
+from .observing.observe import SUPERSEDED
 from .swarmpass import SwarmPass
 
 log = logging.getLogger(__name__)

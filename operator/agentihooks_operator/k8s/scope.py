@@ -38,7 +38,7 @@ from ..recovery.models import AttemptObservation
 from ..recovery.store.keys import SwarmKeys
 from ..recovery.store.records import AttemptRecord
 from ..recovery.store.seatsmap import SeatsReader
-from .pods import pod_name
+from .building.pods import pod_name
 
 #: Verdicts that no later Pod event is needed to change.
 SETTLED = frozenset({"running", "succeeded"})

@@ -14,12 +14,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from .building.rootvolume import CONDITION as ROOT_CONDITION
 from .client import KubeClient
 from .conditions import READY, STALLED, Verdict
 from .crd import API_VERSION, KIND
 from .errors import ApiError
 from .events import Notice, build_event
-from .rootvolume import CONDITION as ROOT_CONDITION
 
 log = logging.getLogger(__name__)
 SPEC_VALID = "SpecValid"

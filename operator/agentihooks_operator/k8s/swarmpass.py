@@ -36,15 +36,15 @@ from ..recovery.models import AttemptObservation
 from ..recovery.store.keys import SwarmKeys
 from ..recovery.store.records import AttemptRecord
 from ..swarm import SwarmSpec
+from .building.pods import OWNER_LABEL, Owner
 from .client import KubeClient, describe_refusal
 from .conditions import Verdict, of_pass, ready
 from .crd import API_VERSION, PLURAL
 from .errors import AccessDenied, ApiError
 from .events import Notice, coalesced, notice_of_held, notice_of_telemetry
-from .observe import PullGrace, observe
-from .passreads import PassReads
-from .podcache import RESYNC_S, PodCache
-from .pods import OWNER_LABEL, Owner
+from .observing.observe import PullGrace, observe
+from .observing.passreads import PassReads
+from .observing.podcache import RESYNC_S, PodCache
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"

@@ -33,7 +33,7 @@ import pytest
 import redis
 import yaml
 from agentihooks_operator.api.access.endpoints import Endpoints
-from agentihooks_operator.k8s.pods import OPERATOR_ANNOTATION
+from agentihooks_operator.k8s.building.pods import OPERATOR_ANNOTATION
 from testsupport.chart_redis import ChartRedis, path_with_redis, rendered_command
 from testsupport.controlplane import write_kubeconfig
 from testsupport.helm import CHART, Helm, one

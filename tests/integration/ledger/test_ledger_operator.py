@@ -26,7 +26,7 @@ from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_operator.api import ApiState, SwarmRegistry
 from agentihooks_operator.api.access.auth import sha256_hex
-from agentihooks_operator.k8s.pods import CREDENTIAL_KEY, credential_secret_name
+from agentihooks_operator.k8s.building.pods import CREDENTIAL_KEY, credential_secret_name
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport import kubelet as kl
 from testsupport.checkpoints import build_checkpoint

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import redis
-from agentihooks_operator.k8s.observe import pull_since_key
+from agentihooks_operator.k8s.observing.observe import pull_since_key
 from agentihooks_operator.recovery.store.keys import SwarmKeys
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentihooks_operator.k8s.podcache import RESYNC_S
+from agentihooks_operator.k8s.observing.podcache import RESYNC_S
 from testsupport import kubelet as kl
 from testsupport.kube import eventually, running_operator
 from testsupport.node import RealKubelet as Kubelet

@@ -9,10 +9,10 @@ import base64
 
 import redis
 from agentihooks_checkpoint.launch import LaunchRecord
+from agentihooks_operator.k8s.building.pods import Owner
 from agentihooks_operator.k8s.client import KubeClient
 from agentihooks_operator.k8s.launcher import KubernetesLauncher
 from agentihooks_operator.k8s.leftovers import Leftovers, RedisLeftovers
-from agentihooks_operator.k8s.pods import Owner
 from agentihooks_operator.recovery import LaunchPlan
 from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.swarm import SwarmSpec

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import pytest
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
+from agentihooks_operator.k8s.building.pods import Owner, pod_name
 from agentihooks_operator.k8s.client import KubeClient, Retries
 from agentihooks_operator.k8s.launcher import KubernetesLauncher
-from agentihooks_operator.k8s.pods import Owner, pod_name
 from agentihooks_operator.recovery import AttemptObservation, LaunchPlan, Recovery
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.realcluster import RealCluster as Cluster

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 from agentihooks_checkpoint.catalog import EmptyCatalog
-from agentihooks_operator.k8s.pods import pod_name
+from agentihooks_operator.k8s.building.pods import pod_name
 from agentihooks_operator.k8s.scope import Scope
 from agentihooks_operator.recovery import AttemptObservation, Recovery
 from agentihooks_operator.swarm import SwarmSpec

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from agentihooks_checkpoint.stores import env as store_env
 from agentihooks_operator.api.config import ApiConfig
+from agentihooks_operator.k8s.building.pods import label
 from agentihooks_operator.k8s.config import OperatorConfig
-from agentihooks_operator.k8s.pods import label
 from testsupport.helm import Helm, by_kind, one, value_sets
 
 STORE_VARS = {store_env.BUCKET, store_env.ROOT, store_env.ENDPOINT, store_env.PREFIX}

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentihooks_demo import podstatus
-from agentihooks_operator.k8s.classify import apply_pull_grace, classify
-from agentihooks_operator.k8s.observe import SUPERSEDED, _superseded
+from agentihooks_operator.k8s.observing.classify import apply_pull_grace, classify
+from agentihooks_operator.k8s.observing.observe import SUPERSEDED, _superseded
 
 IMAGE = "ghcr.io/agentihooks/worker:2.1.0"
 

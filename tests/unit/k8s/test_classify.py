@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from agentihooks_operator.k8s.classify import Verdict, apply_pull_grace, classify
-from agentihooks_operator.k8s.drain import STOP_SLACK_S
+from agentihooks_operator.k8s.observing.classify import Verdict, apply_pull_grace, classify
+from agentihooks_operator.k8s.observing.drain import STOP_SLACK_S
 from testsupport import kubelet as k
 from testsupport.kubelet import NOW
 

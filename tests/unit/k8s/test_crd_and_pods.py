@@ -11,7 +11,7 @@ import pytest
 from agentihooks_checkpoint.directive import Continuity, RestoreDirective
 from agentihooks_checkpoint.launch import LaunchRecord, RestoreSource
 from agentihooks_operator.k8s import crd
-from agentihooks_operator.k8s.pods import (
+from agentihooks_operator.k8s.building.pods import (
     Execution,
     Owner,
     build_launch_record,

@@ -10,7 +10,7 @@ from agentihooks_operator.k8s.client import path_for
 from agentihooks_operator.k8s.errors import InvalidSwarm
 from agentihooks_operator.k8s.events import Notice, events_for, notice_of_telemetry
 from agentihooks_operator.k8s.handlers import parse_spec
-from agentihooks_operator.k8s.observe import observe
+from agentihooks_operator.k8s.observing.observe import observe
 from agentihooks_operator.recovery.store.records import AttemptRecord
 from testsupport import kubelet as kl
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentihooks_operator.k8s.passreads import PassReads
-from agentihooks_operator.k8s.pods import Owner
+from agentihooks_operator.k8s.building.pods import Owner
+from agentihooks_operator.k8s.observing.passreads import PassReads
 from agentihooks_operator.recovery.identity import SwarmId
 from agentihooks_operator.recovery.store.keys import SwarmKeys
 

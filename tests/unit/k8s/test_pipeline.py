@@ -15,8 +15,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from agentihooks_operator.k8s.building.pods import label, owner_value
 from agentihooks_operator.k8s.pipeline import Lane, Pipeline, failed_attempt
-from agentihooks_operator.k8s.pods import label, owner_value
 from testsupport import kubelet as k
 
 EID = "exe-" + "a" * 32

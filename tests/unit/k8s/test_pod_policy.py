@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agentihooks_operator.k8s.building.podpolicy import TemplatePolicy, refusals, secret_refs
 from agentihooks_operator.k8s.config import OperatorConfig
-from agentihooks_operator.k8s.podpolicy import TemplatePolicy, refusals, secret_refs
 
 NS = "team-a"
 POLICY = TemplatePolicy.from_settings("agent-runner", "agentihooks", "shared-ca", NS)

@@ -19,8 +19,8 @@ import kubernetes_validate
 import pytest
 from agentihooks_operator import worker_pod as wp
 from agentihooks_operator.k8s import crd
-from agentihooks_operator.k8s.podpolicy import TemplatePolicy, refusals
-from agentihooks_operator.k8s.pods import (
+from agentihooks_operator.k8s.building.podpolicy import TemplatePolicy, refusals
+from agentihooks_operator.k8s.building.pods import (
     Execution,
     Owner,
     build_launch_record,
@@ -28,8 +28,8 @@ from agentihooks_operator.k8s.pods import (
     build_worker_pod,
     build_worker_secret,
 )
-from agentihooks_operator.k8s.podtemplate import apply_template, k8s_fields, template_schema
-from agentihooks_operator.k8s.provider import ProviderCredential, ProviderCredentialError, select
+from agentihooks_operator.k8s.building.podtemplate import apply_template, k8s_fields, template_schema
+from agentihooks_operator.k8s.building.provider import ProviderCredential, ProviderCredentialError, select
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import ValidationError
 
@@ -522,8 +522,8 @@ class _Kube:
 
 
 def test_read_says_why_a_secret_cannot_be_had() -> None:
+    from agentihooks_operator.k8s.building.provider import read
     from agentihooks_operator.k8s.errors import ApiError
-    from agentihooks_operator.k8s.provider import read
 
     kube = _Kube(None)
     with pytest.raises(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentihooks_operator.k8s.podcache import PodCache, feed, register
+from agentihooks_operator.k8s.observing.podcache import PodCache, feed, register
 from agentihooks_operator.k8s.scope import node_period, touched_nodes
 
 
@@ -174,7 +174,7 @@ def test_a_pod_seen_deleted_is_remembered_as_once_created() -> None:
 
 
 def test_the_names_seen_deleted_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agentihooks_operator.k8s.podcache as podcache
+    import agentihooks_operator.k8s.observing.podcache as podcache
 
     monkeypatch.setattr(podcache, "GONE_KEPT", 3)
     cache = PodCache()

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from agentihooks_operator.k8s import specstatus, swarmpass
+from agentihooks_operator.k8s.building.pods import Owner
 from agentihooks_operator.k8s.errors import ApiError
-from agentihooks_operator.k8s.pods import Owner
 
 
 class _Clock:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentihooks_operator.k8s.pods import CHECKPOINT_VOLUME, Execution, Owner, build_worker_pod
-from agentihooks_operator.k8s.rootvolume import probe_refusal, root_refusal
+from agentihooks_operator.k8s.building.pods import CHECKPOINT_VOLUME, Execution, Owner, build_worker_pod
+from agentihooks_operator.k8s.building.rootvolume import probe_refusal, root_refusal
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import ValidationError
 

@@ -22,11 +22,11 @@ from typing import Any
 
 import redis
 
-from ..recovery.models import AttemptObservation
-from ..recovery.store.keys import SwarmKeys
-from ..recovery.store.records import AttemptRecord
+from ...recovery.models import AttemptObservation
+from ...recovery.store.keys import SwarmKeys
+from ...recovery.store.records import AttemptRecord
+from ..building.pods import label, owned_by, pod_name
 from .classify import Verdict, apply_pull_grace, classify, containers_ended
-from .pods import label, owned_by, pod_name
 
 #: Annotation value that marks a spawn superseded as a legacy specification (replaced fresh).
 SUPERSEDED = (label("superseded"), "legacy-specification")

@@ -25,8 +25,8 @@ import json
 from importlib import resources
 from typing import Any
 
-from .. import worker_pod as wp
-from ..swarm import PodTemplate
+from ... import worker_pod as wp
+from ...swarm import PodTemplate
 from . import podpolicy as pp
 
 #: The CRD's schema marker value of ``spec.podTemplate`` (see :data:`~..swarm.SCHEMA_MARK`).

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import worker_pod as wp
-from .client import KubeClient, describe_refusal
-from .errors import ApiError
+from ... import worker_pod as wp
+from ..client import KubeClient, describe_refusal
+from ..errors import ApiError
 
 
 class ProviderCredentialError(Exception):

@@ -17,7 +17,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from ..swarm import SwarmSpec
+from ...swarm import SwarmSpec
 from .pods import CONTAINER, Execution, Owner, build_worker_pod
 
 #: Volume kinds that outlive the Pod and may hold a checkpoint root.

@@ -24,15 +24,15 @@ from typing import Any
 
 import redis
 
-from ..recovery.models import AttemptObservation
-from ..recovery.store.keys import SwarmKeys
-from ..recovery.store.records import AttemptRecord
-from .client import KubeClient
-from .errors import ApiError
+from ...recovery.models import AttemptObservation
+from ...recovery.store.keys import SwarmKeys
+from ...recovery.store.records import AttemptRecord
+from ..building.pods import Owner, label, owned_by, pod_name
+from ..client import KubeClient
+from ..errors import ApiError
+from ..scope import Scope, node_period, not_ready, touched_nodes
 from .observe import split_foreign
 from .podcache import PodCache, PodView
-from .pods import Owner, label, owned_by, pod_name
-from .scope import Scope, node_period, not_ready, touched_nodes
 
 log = logging.getLogger(__name__)
 #: Pods missing from the cache a pass reads one by one before it lists them all instead.

@@ -26,9 +26,9 @@ from typing import Any
 from agentihooks_checkpoint.directive import RestoreDirective
 from agentihooks_checkpoint.launch import LaunchAuthority, LaunchRecord, Registration, RestoreSource
 
-from .. import worker_pod as wp
-from ..swarm import SeatSpec, SwarmSpec
-from .crd import API_VERSION, KIND
+from ... import worker_pod as wp
+from ...swarm import SeatSpec, SwarmSpec
+from ..crd import API_VERSION, KIND
 from .podtemplate import apply_template
 from .provider import ProviderCredential
 

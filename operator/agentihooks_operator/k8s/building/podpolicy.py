@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import worker_pod as wp
+from ... import worker_pod as wp
 
 #: Volume kinds a template may use; every other kind of the Kubernetes Volume is refused.
 VOLUME_KINDS = (
