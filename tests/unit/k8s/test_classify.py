@@ -236,3 +236,17 @@ def test_an_eviction_with_a_deletion_stays_an_eviction() -> None:
     assert classify(_deleted(status, asked=timedelta(0)), now=NOW) == Verdict("stopping", "evicted")
     late = NOW + timedelta(seconds=30 + STOP_SLACK_S)
     assert classify(_deleted(status, asked=timedelta(0)), now=late) == Verdict("failed", "evicted")
+
+
+def test_a_death_is_proven_only_when_the_kubelet_reports_nothing_running() -> None:
+    from agentihooks_operator.k8s.observing.classify import nothing_runs
+
+    assert nothing_runs(k.pod(k.oom_killed()))  # terminated
+    assert nothing_runs(k.pod(k.application_exit()))
+    assert nothing_runs(k.pod(k.pull_failure()))  # waiting on its image: it never started
+    assert not nothing_runs(k.pod(k.running()))
+    assert not nothing_runs(k.pod(k.pending()))  # no container status at all: nobody says
+    assert not nothing_runs(None)  # gone
+    init_running = k.pod(k.terminated(3, "Error", init=True))
+    init_running["status"]["initContainerStatuses"][0]["state"] = {"running": {}}
+    assert not nothing_runs(init_running)  # an init container still runs

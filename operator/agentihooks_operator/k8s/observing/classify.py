@@ -85,16 +85,17 @@ def _nonzero_exit(pod: Mapping[str, Any]) -> bool:
     return False
 
 
-def containers_ended(pod: Mapping[str, Any] | None) -> bool:
-    """Whether the kubelet reported every container of ``pod`` terminated: the attempt's death is proven
-    (nothing of it runs any more). A lost node's Pods, a vanished Pod, a container still shown running or
-    waiting: not proven (the worker lease decides when a replacement may start)."""
+def nothing_runs(pod: Mapping[str, Any] | None) -> bool:
+    """Whether the kubelet reports that no container of ``pod`` runs: every container (init ones too)
+    terminated, or waiting (an image it cannot pull: a container that never started does not run; with
+    ``restartPolicy: Never`` none goes back from running to waiting). Only meaningful from a kubelet that
+    reports: a lost node's Pod is never proven (its last status may be stale), nor a vanished Pod."""
     if pod is None:
         return False
-    statuses = list((pod.get("status") or {}).get("containerStatuses") or [])
+    statuses = list(_statuses(pod))
     if not statuses:
         return False
-    return all("terminated" in (cs.get("state") or {}) for cs in statuses)
+    return all("running" not in (cs.get("state") or {}) and (cs.get("state") or {}) for cs in statuses)
 
 
 def _pull_failure(pod: Mapping[str, Any]) -> bool:

@@ -26,7 +26,7 @@ from ...recovery.models import AttemptObservation
 from ...recovery.store.keys import SwarmKeys
 from ...recovery.store.records import AttemptRecord
 from ..building.pods import label, owned_by, pod_name
-from .classify import Verdict, apply_pull_grace, classify, containers_ended
+from .classify import Verdict, apply_pull_grace, classify, nothing_runs
 
 #: Annotation value that marks a spawn superseded as a legacy specification (replaced fresh).
 SUPERSEDED = (label("superseded"), "legacy-specification")
@@ -160,7 +160,8 @@ def observe(
                 reason=graced.reason,
                 superseded_legacy=_superseded(pods.get(pod_name(attempt.execution_id))),
                 proven=graced.state == "failed"
-                and containers_ended(pods.get(pod_name(attempt.execution_id))),
+                and graced.reason != "node_lost"
+                and nothing_runs(pods.get(pod_name(attempt.execution_id))),
             )
         )
     return out
