@@ -46,7 +46,7 @@ import realplane
 import redis
 from agentihooks_operator.recovery.store.keys import SwarmKeys
 from agentihooks_operator.recovery.store.records import FenceRecord
-from realplane import BenchKubelet, note, pct
+from realplane import SESSION, BenchKubelet, NativeCatalog, note, pct
 from testsupport import kubelet as kl
 from testsupport.images import PROBE_REF, probe_image
 from testsupport.kube import running_operator
@@ -184,6 +184,7 @@ async def one_round(
     async def renew() -> None:  # the worker's acknowledged renewals, until it is cut off
         while not stop.is_set():
             beat = {
+                "session_id": SESSION,  # it held a native session: resumed with no decision (NativeCatalog)
                 "lease_at_ms": int(time.time() * 1000),
                 "lease_ms": args.lease * 1000,
                 "at_ms": int(time.time() * 1000),
@@ -274,7 +275,11 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
                 await sim.put_node(SIM)
                 client = redis.Redis.from_url(redis_server.url)
                 async with running_operator(
-                    cluster, redis_server.url, node_lost_after_seconds=3.0, lease_ms=15000
+                    cluster,
+                    redis_server.url,
+                    catalog=NativeCatalog(PROBE_REF.rsplit(":", 1)[1]),
+                    node_lost_after_seconds=3.0,
+                    lease_ms=15000,
                 ):
                     for i in range(args.rounds):
                         results.append(await one_round(args, cluster, node, sim, client, i))
