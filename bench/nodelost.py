@@ -33,9 +33,7 @@ import asyncio
 import calendar
 import contextlib
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -50,7 +48,7 @@ from realplane import SESSION, BenchKubelet, NativeCatalog, note, pct
 from testsupport import kubelet as kl
 from testsupport.images import PROBE_REF, probe_image
 from testsupport.kube import running_operator
-from testsupport.realnode import IMAGES, MARK, RealNode, why_not
+from testsupport.realnode import IMAGES, MARK, RealNode
 from testsupport.redis_server import RedisServer
 
 SIM = "bench-pool"
@@ -312,17 +310,7 @@ def main() -> None:
     parser.add_argument("--lease", type=int, default=30, help="the Swarm's workerLeaseSeconds")
     parser.add_argument("--window", type=float, default=120.0, help="seconds to wait for each replacement")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs)")
-    args = parser.parse_args()
-    reason = why_not()
-    if reason is not None:
-        print(f"error: this machine cannot host a real node: {reason}", file=sys.stderr)
-        raise SystemExit(2)
-    work = Path(tempfile.mkdtemp(prefix="bench-nodelost-"))
-    try:
-        asyncio.run(measure(args, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    realplane.run_on_real_node(measure, parser.parse_args(), "bench-nodelost-")
 
 
 if __name__ == "__main__":

@@ -32,9 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,7 +47,7 @@ from realplane import EXE, GEN, SEAT, SESSION, BenchKubelet, NativeCatalog, note
 from testsupport import kubelet as kl
 from testsupport.images import PROBE_REF, probe_image
 from testsupport.kube import running_operator
-from testsupport.realnode import IMAGES, POD_TEMPLATE, RealNode, why_not
+from testsupport.realnode import IMAGES, POD_TEMPLATE, RealNode
 from testsupport.redis_server import RedisServer
 
 SIM_NODE = "bench-sim"
@@ -364,17 +362,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10, help="Pod starts measured of each kind")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the 1-failure scenario")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs)")
-    args = parser.parse_args()
-    reason = why_not()
-    if reason is not None:
-        print(f"error: this machine cannot host a real node: {reason}", file=sys.stderr)
-        raise SystemExit(2)
-    work = Path(tempfile.mkdtemp(prefix="bench-realnode-"))
-    try:
-        asyncio.run(measure(args, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    realplane.run_on_real_node(measure, parser.parse_args(), "bench-realnode-")
 
 
 if __name__ == "__main__":

@@ -420,3 +420,23 @@ async def object_count(cluster: RealCluster) -> int:
 
 def remove(work: Path) -> None:
     shutil.rmtree(work, ignore_errors=True)
+
+
+def run_on_real_node(measure: Any, args: Any, prefix: str) -> None:
+    """What a real-node benchmark's ``main`` does: exit 2 naming why where no real node can run here,
+    else ``asyncio.run(measure(args, work))`` in a fresh work folder, removed unless ``args.keep``."""
+    import shutil
+    import tempfile
+
+    from testsupport.realnode import why_not
+
+    reason = why_not()
+    if reason is not None:
+        print(f"error: this machine cannot host a real node: {reason}", file=sys.stderr)
+        raise SystemExit(2)
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        asyncio.run(measure(args, work))
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)

@@ -56,10 +56,13 @@ def stops_by_ms(renewed_at_ms: int, lease_ms: int) -> int:
     return renewed_at_ms + lease_ms + margin_ms(lease_ms)
 
 
+def _at(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def wait_message(until_ms: int) -> str:
     """What the card, ``status`` and the journal say while a replacement waits."""
-    at = datetime.fromtimestamp(until_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"waiting for the old attempt to stop until {at}"
+    return f"waiting for the old attempt to stop until {_at(until_ms)}"
 
 
 def confirm_stopped(ctx: Ctx, seat: str, execution_id: str | None, by: str) -> tuple[FenceRecord, bool]:
@@ -96,6 +99,6 @@ def confirm_stopped(ctx: Ctx, seat: str, execution_id: str | None, by: str) -> t
             by,
             execution_id,
             seat,
-            wait_message(fence.waited_until_ms or 0).rsplit(" ", 1)[-1],
+            _at(fence.waited_until_ms or 0),
         )
     return fence, bool(answer.get("replayed"))
