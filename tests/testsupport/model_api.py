@@ -8,6 +8,7 @@ the names the tests use. See that module for what it answers and records.
 from __future__ import annotations
 
 from agentihooks_demo.model_api import (
+    ATTEMPT_HEADER,
     HOLD,
     SIDE_REPLY,
     Event,
@@ -22,6 +23,7 @@ from agentihooks_demo.model_api import (
 )
 
 __all__ = [
+    "ATTEMPT_HEADER",
     "HOLD",
     "SIDE_REPLY",
     "Event",

@@ -8,6 +8,15 @@ decisions for fenced attempts to any replica's control API (resume, fresh,
 repeated, conflicting, to a replica that does not hold the swarm). The nemesis
 (:mod:`.nemesis`) hurts replicas, Redis and the API server meanwhile.
 
+Each Running seat Pod has a seat agent (:mod:`.agents`): the worker's own lease
+code renewing through the control API, and model requests while it holds the
+lease. The worker side is hurt too: a worker cut off from every controller
+(``worker_cut``), and a whole node cut off (``node_cut``: its kubelet stops
+heartbeating, so the real node lifecycle controller marks it Unknown and the
+operator fences ``node_lost``; its workers' renewals time out, their agents keep
+running until their leases stop them). The loopback model API's log goes into
+the history, and the checker's ``two_live_agents`` judges it.
+
 Everything goes into one history (:mod:`.history`): lease observations with
 the takeovers the replicas counted, every Pod create and delete from the audit
 log (its labels from the request body), the broker's releases, the master's
@@ -48,15 +57,21 @@ from .. import faultproxy
 from .. import kubelet as kl
 from ..broker import running_broker
 from ..faultproxy import FaultProxy, Redirects
+from ..model_api import ModelApi
 from ..node import RealKubelet
 from ..processes import kill_own, owned_run
 from ..realcluster import RealCluster
 from ..redis_sentinel import MASTER, RedisSentinelProcesses
+from .agents import SeatAgent, credential, requests
 from .checker import Violation, check
-from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, SeatState, Write, dump
+from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, Request, SeatState, Write, dump
 from .nemesis import Links, Nemesis, Replica
 
-NODE = "chaos-node"
+#: Two simulated nodes: while one is cut off, replacements run on the other.
+NODES = ("chaos-node-0", "chaos-node-1")
+#: Each seat's worker lease (the smallest a Swarm accepts), and how soon a NotReady node is node_lost.
+WORKER_LEASE_S = 15
+NODE_LOST_AFTER_S = 2
 LEASE_MS = 2000
 #: Replica i runs under group id REPLICA_GID + i (its uid stays root): the redirects pick its
 #: connections by that id.
@@ -89,6 +104,11 @@ class Settings:
     #: Partitions and latency between each replica and Redis / the API server through a real TCP fault
     #: proxy, where the machine can (root, iptables, toxiproxy-server: :mod:`..faultproxy`).
     network: bool = True
+    #: Seat agents (worker leases and model requests) and the worker-side partitions.
+    agents: bool = True
+    #: ``False``: a broken worker whose agent runs on after its lease stopped it (``--ignore-lease``),
+    #: to see the checker catch the overlaps that follow.
+    obey_lease: bool = True
 
 
 @dataclass
@@ -115,6 +135,9 @@ class Report:
     settled_after_heal: float | None = None
     #: Why no network fault could be injected (``None``: they were among the kinds).
     network_off: str | None = None
+    #: Model requests the seats' agents sent, and how many attempts sent them.
+    requests: int = 0
+    speakers: int = 0
 
 
 def takes_of(logs: list[str]) -> tuple[dict[str, set[int]], set[tuple[str, int]]]:
@@ -155,7 +178,12 @@ def spec(i: int, seats: int, broker_url: str) -> dict[str, Any]:
             for j in range(seats)
         ],
         # the first swarm decides by itself; the others wait for the master
-        "recovery": {"automation": i == 0, "imagePullGraceSeconds": 120, "passIntervalSeconds": 0.5},
+        "recovery": {
+            "automation": i == 0,
+            "imagePullGraceSeconds": 120,
+            "passIntervalSeconds": 0.5,
+            "workerLeaseSeconds": WORKER_LEASE_S,
+        },
         "accountBroker": {"url": broker_url, "timeoutSeconds": 2},
     }
 
@@ -166,6 +194,7 @@ class Campaign:
         # one generator each, so the nemesis's schedule does not depend on how the others interleave
         self.rng = random.Random(settings.seed)
         self.world_rng = random.Random(f"world-{settings.seed}")
+        self.cut_rng = random.Random(f"workers-{settings.seed}")
         self.master_rng = random.Random(f"master-{settings.seed}")
         self.cluster = cluster
         self.workdir = workdir
@@ -186,6 +215,13 @@ class Campaign:
         #: The replicas' proxied links (``None``: no network faults; ``network_off`` says why).
         self.links: Links | None = None
         self.network_off: str | None = None
+        #: Each Running seat Pod's agent, by Pod name; the nodes cut off now; their agents' exits that
+        #: their kubelet could not report yet.
+        self.agents: dict[str, SeatAgent] = {}
+        self.cut_nodes: set[str] = set()
+        self._unreported: set[str] = set()
+        self.worker_faults: Counter[str] = Counter()
+        self.model = ModelApi()
 
     def now(self) -> float:
         return max(0.0, time.time() - self.t0)
@@ -200,6 +236,9 @@ class Campaign:
         sentinel = RedisSentinelProcesses(redis_dir)
         await asyncio.to_thread(sentinel.start)
         kubelet = RealKubelet(self.cluster.plane, self.cluster.namespace)
+        self.kubelet = kubelet
+        kubelet.before_stop = self._container_stops
+        await asyncio.to_thread(self.model.start)
         proxy, redirects = FaultProxy(self.workdir / "logs"), Redirects()
         self.network_off = faultproxy.unavailable() if self.s.network else "turned off (Settings.network)"
         try:
@@ -210,9 +249,12 @@ class Campaign:
             with running_broker() as broker:
                 await self._run(sentinel, kubelet, broker)
         finally:
+            for agent in list(self.agents.values()):
+                await asyncio.to_thread(agent.close)
             for replica in self.replicas:
                 await asyncio.to_thread(replica.stop)
             await kubelet.close()
+            await asyncio.to_thread(self.model.stop)
             await asyncio.to_thread(sentinel.stop)
             await asyncio.to_thread(redirects.stop)
             await asyncio.to_thread(proxy.stop)
@@ -243,15 +285,19 @@ class Campaign:
             "AGENTIHOOKS_OPERATOR_TOKEN": self.token,
             "AGENTIHOOKS_PLACEMENT_HEARTBEAT_SECONDS": "0.5",
             "AGENTIHOOKS_PLACEMENT_HOLD_SECONDS": "2",
+            "AGENTIHOOKS_NODE_LOST_AFTER_SECONDS": str(NODE_LOST_AFTER_S),
         }
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         gids = [REPLICA_GID + i if self.links is not None else None for i in range(self.s.replicas)]
         self.replicas = [Replica(f"replica-{i}", env, logs, gids[i]) for i in range(self.s.replicas)]
+        for replica in self.replicas:  # launch records name a control API: workers then hold a lease
+            replica.env["AGENTIHOOKS_CONTROL_URL"] = replica.url
         self._wire(sentinel)
         for replica in self.replicas:
             replica.start()
-        await kubelet.put_node(NODE)
+        for node in NODES:
+            await kubelet.put_node(node)
         for i, name in enumerate(self.names):
             await self.cluster.create_swarm(name, spec(i, self.s.seats, broker.url))
         nemesis = Nemesis(
@@ -270,6 +316,7 @@ class Campaign:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         faults_from = asyncio.Event()
+        self.loop = loop
         helpers = [
             asyncio.create_task(self._world(kubelet, stop, faults_from)),
             asyncio.create_task(self._master(stop)),
@@ -279,7 +326,9 @@ class Campaign:
             await self._steady()  # every seat Running before the first fault or failure
             self.until = loop.time() + self.s.seconds
             faults_from.set()
+            partitions = asyncio.create_task(self._partitions())
             await nemesis.run(self.until)
+            await partitions  # each ends by itself, and heals what it cut
             await nemesis.heal()
             self.add(Heal(t=self.now(), kind="heal"))
             self.settled_after_heal = await self._settle(self.s.liveness_bound_s)
@@ -287,9 +336,14 @@ class Campaign:
         finally:
             stop.set()
             await asyncio.gather(*helpers, return_exceptions=True)
+        for agent in list(self.agents.values()):
+            await asyncio.to_thread(agent.close)
         self._count_takeovers()
         self._pods()
         self._releases(broker)
+        swarm_of = {e.attempt: e.swarm for e in self.entries if isinstance(e, Pod)}
+        for entry in requests(self.model, swarm_of, self.t0):
+            self.add(entry)
 
     # -- the world: the kubelet's part and the failures ------------------------------------------
     async def _steady(self, timeout: float = 180.0) -> None:
@@ -317,13 +371,17 @@ class Campaign:
             running = []
             for pod in pods:
                 name, phase = pod["metadata"]["name"], (pod.get("status") or {}).get("phase")
+                node = (pod.get("spec") or {}).get("nodeName")
+                if node in self.cut_nodes:
+                    continue  # its kubelet is cut off: nothing it runs is reported or started
                 if phase == "Running":
                     running.append(name)
                 elif phase in (None, "Pending") and name not in self._busy:
                     self._busy.add(name)
-                    task = asyncio.create_task(self._start_pod(kubelet, name))
+                    task = asyncio.create_task(self._start_pod(kubelet, pod))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+            self._gone({p["metadata"]["name"] for p in pods})
             if not faults_from.is_set() or not running or loop.time() < next_failure:
                 continue
             if loop.time() < self.until:
@@ -331,19 +389,133 @@ class Campaign:
                 reason = self.world_rng.choice(sorted(FAILURES))
                 with contextlib.suppress(httpx.HTTPError, AssertionError):
                     victim = self.world_rng.choice(sorted(running))
+                    self._kill_agent(victim)  # the container dies first; then its kubelet reports it
                     await kubelet.set_status(victim, FAILURES[reason]())
                     self.failures[reason] += 1
                     self.failed.append((self.now(), victim, reason))
         for task in tasks:
             task.cancel()
 
-    async def _start_pod(self, kubelet: RealKubelet, name: str) -> None:
+    async def _start_pod(self, kubelet: RealKubelet, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        live = sorted(set(NODES) - self.cut_nodes)
+        node = (pod.get("spec") or {}).get("nodeName") or self.world_rng.choice(live)
         try:
-            await asyncio.wait_for(kubelet.set_status(name, kl.running(), node_name=NODE), 30)
+            await asyncio.wait_for(kubelet.set_status(name, kl.running(), node_name=node), 30)
+            if self.s.agents and name not in self.agents:
+                await self._start_agent(pod, node)
         except (httpx.HTTPError, AssertionError, TimeoutError):
             pass  # deleted meanwhile, or the API server was down: the next look tries again
         finally:
             self._busy.discard(name)
+
+    # -- the seats' agents (:mod:`.agents`) --------------------------------------------------------
+    async def _start_agent(self, pod: dict[str, Any], node: str) -> None:
+        """The worker of a Pod that just started: its credential and lease from the attempt's Secret."""
+        attempt = _labels(pod).get("execution-id")
+        if not attempt:
+            return
+        secret = await self.cluster.get(
+            f"/api/v1/namespaces/{self.cluster.namespace}/secrets/swarm-{attempt}-credential"
+        )
+        if secret is None:
+            return  # fenced meanwhile (the fence deletes it): the container would not start
+        token, seconds = credential(secret)
+        if seconds is None:
+            self.errors.append(f"agents: the launch record of {attempt} has no worker lease")
+            return
+        name = pod["metadata"]["name"]
+        agent = SeatAgent(
+            pod=name, node=node, attempt=attempt, token=token, lease_seconds=seconds,
+            urls=lambda: [r.url for r in self.replicas if r.alive()], model_url=self.model.base_url,
+            on_exit=self._exited, seed=f"{self.s.seed}-{name}", obey_lease=self.s.obey_lease,
+        )  # fmt: skip
+        self.agents[name] = agent
+        agent.start()
+
+    def _kill_agent(self, name: str) -> None:
+        agent = self.agents.get(name)
+        if agent is not None:
+            agent.kill()
+
+    async def _container_stops(self, pod: dict[str, Any]) -> None:
+        """The kubelet finishes a deleted Pod: its container gets stopped (before its exit is written)."""
+        self._kill_agent(pod["metadata"]["name"])
+
+    def _gone(self, names: set[str]) -> None:
+        """Pods removed at once (a forced delete) on a live node: their containers are stopped too."""
+        for name, agent in list(self.agents.items()):
+            if name not in names and agent.node not in self.cut_nodes:
+                agent.kill()
+
+    def _exited(self, agent: SeatAgent) -> None:
+        """An agent stopped by its worker (lease ran out, fenced, none acquired): from its thread."""
+        asyncio.run_coroutine_threadsafe(self._report_exit(agent), self.loop)
+
+    async def _report_exit(self, agent: SeatAgent) -> None:
+        if agent.node in self.cut_nodes:
+            self._unreported.add(agent.pod)  # its kubelet reports it once the node is back
+            return
+        with contextlib.suppress(httpx.HTTPError, AssertionError):
+            await self.kubelet.set_status(agent.pod, kl.application_exit(agent.exit_code or 70))
+
+    # -- worker-side partitions --------------------------------------------------------------------
+    async def _partitions(self) -> None:
+        """Until the faults end: a worker cut off from every controller, or a whole node cut off."""
+        if not self.s.agents:
+            return
+        loop = asyncio.get_running_loop()
+        tasks: list[asyncio.Task[None]] = []
+        while loop.time() < self.until:
+            await asyncio.sleep(self.cut_rng.uniform(6.0, 15.0))
+            if loop.time() >= self.until:
+                break
+            if self.cut_rng.random() < 0.5 and not self.cut_nodes:
+                tasks.append(asyncio.create_task(self._node_cut(self.cut_rng.choice(NODES))))
+            else:
+                live = sorted(
+                    n for n, a in self.agents.items() if a.exit_code is None and not a.killed.is_set()
+                )
+                if live:
+                    tasks.append(asyncio.create_task(self._worker_cut(self.cut_rng.choice(live))))
+        await asyncio.gather(*tasks)
+
+    def _fault(self, kind: str, target: str) -> None:
+        self.worker_faults[kind] += 1
+        self.add(Fault(t=self.now(), kind="fault", fault=kind, target=target))
+
+    async def _worker_cut(self, name: str) -> None:
+        """One worker's renewals time out for 4-30 s (its lease is 15 s: some outlast it)."""
+        agent = self.agents[name]
+        self._fault("worker_cut", name)
+        agent.cut.set()
+        try:
+            await asyncio.sleep(self.cut_rng.uniform(4.0, 30.0))
+        finally:
+            agent.cut.clear()
+
+    async def _node_cut(self, node: str) -> None:
+        """A node cut off for 8-45 s: its kubelet stops heartbeating and reporting, its workers' renewals
+        time out; its containers go on until their leases stop them. Then the node is back: its
+        kubelet reports what happened meanwhile and finishes the deletions it missed."""
+        self._fault("node_cut", node)
+        self.cut_nodes.add(node)
+        await self.kubelet.stop_heartbeat(node)
+        on_node = [a for a in self.agents.values() if a.node == node]
+        for agent in on_node:
+            agent.cut.set()
+        try:
+            await asyncio.sleep(self.cut_rng.uniform(8.0, 45.0))
+        finally:
+            await self.kubelet.put_node(node)
+            for agent in on_node:
+                agent.cut.clear()
+            self.cut_nodes.discard(node)
+            for name in sorted(self._unreported):
+                agent = self.agents[name]
+                if agent.node == node:
+                    self._unreported.discard(name)
+                    await self._report_exit(agent)
 
     # -- the master ------------------------------------------------------------------------------
     async def _master(self, stop: asyncio.Event) -> None:
@@ -611,12 +783,15 @@ class Campaign:
     def _report(self, broker: Any) -> Report:
         path = self.workdir / f"history-{self.s.seed}.jsonl"
         path.write_text("".join(dump(self.entries)))
-        report = Report(path, len(self.entries), self.nemesis.counts, self.failures, self.decisions)
+        faults = self.nemesis.counts + self.worker_faults
+        report = Report(path, len(self.entries), faults, self.failures, self.decisions)
         report.violations = check(self.entries, liveness_bound_s=self.s.liveness_bound_s * 0.9)
         report.errors = list(self.errors)
         report.skipped = self.nemesis.skipped
         report.network_off = self.network_off
         report.settled_after_heal = self.settled_after_heal
+        sent = [e for e in self.entries if isinstance(e, Request)]
+        report.requests, report.speakers = len(sent), len({e.attempt for e in sent})
         self._recoveries(report)
         report.answers = Counter(
             f"{e.choice} {e.answer}" for e in self.entries if isinstance(e, Op) and e.op == "decision"
@@ -693,6 +868,7 @@ def summary(report: Report) -> str:
         _recovery("recovery (automated swarm)", report.recovery_auto),
         _recovery("recovery (master decides)", report.recovery_decided),
         f"failures not replaced by the end: {report.unreplaced}",
+        f"model requests: {report.requests} from {report.speakers} attempts",
         "every seat live or waiting after the heal: "
         + (
             f"{report.settled_after_heal:.1f} s"
@@ -780,6 +956,11 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
     parser.add_argument("--swarms", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--wait-replicas", type=int, default=2, help="Redis replicas each write waits for")
+    parser.add_argument(
+        "--ignore-lease",
+        action="store_true",
+        help="a broken worker: agents run on after their lease stops them",
+    )
     args = parser.parse_args(argv)
     settings = Settings(
         args.seed,
@@ -787,6 +968,7 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
         replicas=args.replicas,
         swarms=args.swarms,
         wait_replicas=args.wait_replicas,
+        obey_lease=not args.ignore_lease,
     )
     work = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
     signal.signal(signal.SIGTERM, _interrupted)  # unwinds like Ctrl-C: all it started is stopped
