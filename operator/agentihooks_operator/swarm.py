@@ -120,6 +120,20 @@ class RecoverySpec(_Model):
     stopping while every replica is away."""
 
 
+class CaptureSpec(_Model):
+    """When workers checkpoint the running agent."""
+
+    mode: Literal["continuous", "periodic"] = "continuous"
+    """`continuous`: on the agent's own events (a turn ended or a tool ran, from the harness's hooks;
+    a session file changed), so an abrupt death loses about the turn in flight; `periodic`: only every
+    `intervalSeconds` (an abrupt death loses up to that much work)."""
+    floor_seconds: float = Field(default=1.0, ge=0.2, le=60)
+    """The shortest time between two captures: a burst of events is one capture."""
+    interval_seconds: int = Field(default=300, ge=10, le=3600)
+    """Seconds between periodic captures (in `continuous` mode, the fallback for anything no event
+    announced)."""
+
+
 class CheckpointStoreSpec(_Model):
     """Where the Swarm's workers keep their checkpoints."""
 
@@ -242,6 +256,8 @@ class SwarmSpec(_Model):
     """How failed attempts are recovered."""
     checkpoint_store: CheckpointStoreSpec = Field(default_factory=CheckpointStoreSpec)
     """Where the workers keep their checkpoints."""
+    capture: CaptureSpec = Field(default_factory=CaptureSpec)
+    """When the workers checkpoint the running agent."""
     account_broker: AccountBrokerSpec | None = None
     """Where account slots come from: absent = the built-in pool in Redis (released with the fence)."""
     pod_template: PodTemplate | None = Field(default=None, json_schema_extra={SCHEMA_MARK: "podTemplate"})

@@ -78,6 +78,18 @@ class RestoreSource(BaseModel):
     execution_generation: StrictInt = Field(ge=1)
 
 
+class CapturePolicy(BaseModel):
+    """When the worker captures: on the agent's own events (``continuous``: a turn ended, a tool ran, a
+    session file changed; at most one capture per ``floor_seconds``) with a periodic fallback every
+    ``interval_seconds``, or on that timer only (``periodic``, the earlier releases' behaviour)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["continuous", "periodic"] = "continuous"
+    floor_seconds: Budget = Field(default=1, ge=0.2, le=60)
+    interval_seconds: Budget = Field(default=300, ge=10, le=3600)
+
+
 class LaunchRecord(BaseModel):
     """``/var/run/swarm/launch/launch.json``."""
 
@@ -103,6 +115,8 @@ class LaunchRecord(BaseModel):
     #: The worker's lease on its attempt: renewed through ``control_url``; the worker stops its agent
     #: before it can have run out without a renewal. Absent: no lease (an earlier controller).
     worker_lease_seconds: float | None = Field(default=None, ge=15, le=3600)
+    #: When the worker captures (absent: the worker's own settings, continuous by default).
+    capture: CapturePolicy | None = None
 
     def store_scope(self) -> StoreScope | None:
         """The checkpoint scope this attempt reads and writes (``None`` without a registration)."""

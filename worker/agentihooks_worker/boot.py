@@ -34,7 +34,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.stores.remote import ControlRefused
 from agentihooks_checkpoint.validator import Validator
 
-from . import logs, provider_files
+from . import capture_policy, logs, provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
 from .attribution import attributed
@@ -130,6 +130,8 @@ class Boot:
             self._clone_fresh(launch, layout)
         if harness.name == "claude":
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
+        self.capture_policy = capture_policy.policy_of(self.settings, launch)
+        capture_policy.prepare(self.capture_policy, harness.name, layout, env)
         environ = os.environ if self.environ is None else self.environ
         store = open_store(self.settings, launch, environ)
         if self.reporter is None:  # any launch that names its controller reports to it, whatever its store
@@ -287,10 +289,11 @@ class Boot:
             cwd=ctx.layout.worktree,
             stdin_file=ctx.restored.stdin,
             capture=self.capture_hook,
-            interval=self.settings.capture_interval_seconds,
             on_progress=progress,
             kill_seconds=ctx.launch.kill_seconds,
             lease=lease,
+            triggers=capture_policy.triggers_for(self.capture_policy, ctx.layout, self.capture_hook),
+            progress_floor=self.capture_policy.progress_floor,
         )
         sup.last_reported = (*self.initial_progress, False)
         code = sup.run()

@@ -81,11 +81,24 @@ class LiveCapture:
             return None
         home_files = [self.layout.home / f for f in native_files] or [transcript]
         fingerprint = _fingerprint(home_files, self.layout.worktree)
-        if when == "periodic" and fingerprint == self.last_fingerprint:
+        if when in ("periodic", "event") and fingerprint == self.last_fingerprint:
             return None  # nothing changed since the last checkpoint
         result = self._commit(when, transcript, watermark, session_id, native_files)
         self.last_fingerprint = fingerprint
         return result
+
+    def signature(self) -> object:
+        """A cheap look at the session the harness writes (each file's size and time): what the
+        triggers' file-change watch compares, every floor interval."""
+        session = self._current_session()
+        if session is None:
+            return None
+        home = self.layout.harness_home
+        out = []
+        for f in session.files:
+            st = (home / f).stat()
+            out.append((str(f), st.st_size, st.st_mtime_ns))
+        return tuple(out)
 
     def _current_session(self) -> NativeSession | None:
         """The newest session for the worktree, or the restored one when it was written more recently."""
@@ -121,7 +134,7 @@ class LiveCapture:
                 native_session_id=session_id if native else None,
                 native_harness_version=self.native_version if native else None,
                 # a periodic capture copies files the running harness may be appending to
-                quiescence_method="partial_capture" if when == "periodic" else "stopped_process",
+                quiescence_method="partial_capture" if when in ("periodic", "event") else "stopped_process",
             )
             self.next_sequence += 1
             try:

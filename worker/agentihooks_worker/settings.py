@@ -7,6 +7,7 @@ tests build a ``WorkerSettings`` directly instead of patching ``os.environ``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from agentihooks_checkpoint.archive import MAX_EXPANDED, MAX_MEMBERS, ArchiveLimits
 from pydantic import Field
@@ -38,8 +39,17 @@ class WorkerSettings(BaseSettings):
     attempts_dir: Path = DEFAULT_ATTEMPTS_DIR
     #: The launch record file.
     launch_record: Path = DEFAULT_LAUNCH_RECORD
-    #: Seconds between periodic captures while the harness runs; 0 turns them off.
+    #: Seconds between periodic captures while the harness runs; 0 turns them off. In ``continuous``
+    #: mode the periodic capture is the fallback for what no event announced.
     capture_interval_seconds: float = Field(default=300.0, ge=0)
+    #: ``continuous``: capture on the agent's own events as well (hooks, session files changing);
+    #: ``periodic``: on the timer only. A launch record's ``capture`` (the Swarm's ``spec.capture``)
+    #: wins over the defaults; a variable set in the Pod's environment wins over the launch record.
+    capture_mode: Literal["continuous", "periodic"] = "continuous"
+    #: The shortest time between two captures (a burst of events is one capture).
+    capture_floor_seconds: float = Field(default=1.0, ge=0.05, le=60)
+    #: The shortest time between two progress reports to the controller (a held-back one follows).
+    progress_floor_seconds: float = Field(default=2.0, ge=0, le=60)
     #: Where the Pod mounts the provider credential's files (set by the operator when there are any).
     provider_files: Path | None = None
     #: How long one call to the controller (store reads and uploads, the outcome report, heartbeats)

@@ -2,10 +2,14 @@
 
 The supervisor is the worker's last step. It starts the harness in its own
 process group, forwards SIGTERM and SIGINT to it (escalating to SIGKILL after
-the kill budget), calls the capture hook every ``interval`` seconds and once
-after the harness exits, reports the native session id and archive watermark
-as they change, and exits with the harness's own exit code. A harness that
-ended cleanly but whose final checkpoint could not be committed exits 75.
+the kill budget), calls the capture hook when its triggers say one is due (the
+agent's own events, coalesced, and the periodic fallback: :mod:`.triggers`; or
+every ``interval`` seconds without triggers) and once after the harness exits,
+reports the native session id and archive watermark as they change (at most one
+report per ``progress_floor`` seconds; a report held back is sent once the floor
+has passed, and the final one at once), and exits with the harness's own exit
+code. A harness that ended cleanly but whose final checkpoint could not be
+committed exits 75.
 
 With a worker lease (:mod:`.lease`) the supervisor also stops the harness when
 the lease says so: :meth:`Supervisor.halt` sends SIGTERM to its process group
@@ -33,10 +37,11 @@ from typing import Literal, Protocol
 
 from .errors import EXIT_FAILURE, EXIT_FENCED, EXIT_INCOMPLETE_CHECKPOINT, EXIT_LEASE_EXPIRED, EXIT_OK
 from .lease import StopReason, is_fenced
+from .triggers import CaptureTriggers
 
 log = logging.getLogger(__name__)
 
-CaptureWhen = Literal["initial", "periodic", "final"]
+CaptureWhen = Literal["initial", "event", "periodic", "final"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class Supervisor:
         kill_seconds: float = 10,
         poll_seconds: float = 0.2,
         lease: LeaseLike | None = None,
+        triggers: CaptureTriggers | None = None,
+        progress_floor: float = 0.0,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -93,6 +100,12 @@ class Supervisor:
         self.stdin_file = stdin_file
         self.capture = capture
         self.interval = interval
+        if triggers is None and interval > 0:
+            triggers = CaptureTriggers(floor=interval, interval=interval, continuous=False)
+        self.triggers = triggers
+        self.progress_floor = progress_floor
+        self._reported_at: float | None = None
+        self._held: tuple[str | None, int | None] | None = None  # a report the floor held back
         self.on_progress = on_progress
         self.kill_seconds = kill_seconds
         self.poll_seconds = poll_seconds
@@ -181,7 +194,6 @@ class Supervisor:
 
     def _wait(self) -> int:
         assert self._proc is not None
-        next_capture = time.monotonic() + self.interval if self.interval > 0 else None
         while True:
             try:
                 rc = self._proc.wait(timeout=self.poll_seconds)
@@ -193,9 +205,13 @@ class Supervisor:
                 log.warning("harness outlived its kill budget; killing it")
                 os.killpg(self._proc.pid, signal.SIGKILL)
                 self._stop_at = float("inf")
-            if next_capture is not None and now >= next_capture and self._stop_at is None and not self.halted:
-                self._capture("periodic")
-                next_capture = time.monotonic() + self.interval
+            if self.triggers is not None and self._stop_at is None and not self.halted:
+                due = self.triggers.due()
+                if due is not None:
+                    self._capture(due)
+                    self.triggers.taken()
+            if self._held is not None and not self.halted:
+                self._report(*self._held)
         return rc if rc >= 0 else 128 - rc
 
     def _capture(self, when: CaptureWhen) -> bool:
@@ -218,7 +234,14 @@ class Supervisor:
     def _report(self, session_id: str | None, watermark: int | None, *, final: bool = False) -> None:
         final = final and watermark is not None
         if (session_id, watermark, final) == self.last_reported or self.on_progress is None:
+            self._held = None
             return
+        now = time.monotonic()
+        if not final and self._reported_at is not None and now - self._reported_at < self.progress_floor:
+            self._held = (session_id, watermark)  # sent by the loop once the floor has passed
+            return
+        self._held = None
+        self._reported_at = now
         try:
             self.on_progress(session_id, watermark, final)
         except Exception as e:  # not noted as reported: the next capture reports it again

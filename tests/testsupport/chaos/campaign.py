@@ -459,6 +459,20 @@ class Campaign:
         with contextlib.suppress(httpx.HTTPError, AssertionError):
             await self.kubelet.set_status(agent.pod, kl.application_exit(agent.exit_code or 70))
 
+    async def _node_back(self, node: str, timeout: float = 120.0) -> None:
+        """The node's kubelet heartbeating again, tried until the API server answers (it may be down
+        for a fault of its own): a heal that fails would leave the node cut off for good."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                await self.kubelet.put_node(node)
+                return
+            except httpx.HTTPError:
+                if loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+
     # -- worker-side partitions --------------------------------------------------------------------
     async def _partitions(self) -> None:
         """Until the faults end: a worker cut off from every controller, or a whole node cut off."""
@@ -507,7 +521,7 @@ class Campaign:
         try:
             await asyncio.sleep(self.cut_rng.uniform(8.0, 45.0))
         finally:
-            await self.kubelet.put_node(node)
+            await self._node_back(node)
             for agent in on_node:
                 agent.cut.clear()
             self.cut_nodes.discard(node)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentihooks_checkpoint.directive import RestoreDirective
-from agentihooks_checkpoint.launch import LaunchAuthority, LaunchRecord, Registration, RestoreSource
+from agentihooks_checkpoint.launch import CapturePolicy, LaunchAuthority, LaunchRecord, Registration, RestoreSource
 
 from ... import worker_pod as wp
 from ...swarm import SeatSpec, SwarmSpec
@@ -211,6 +211,11 @@ def build_launch_record(
         store_namespace=ex.store_namespace,
         # only with a control API to renew it through
         worker_lease_seconds=ex.worker_lease_seconds if control_url else None,
+        capture=CapturePolicy(
+            mode=spec.capture.mode,
+            floor_seconds=spec.capture.floor_seconds,
+            interval_seconds=spec.capture.interval_seconds,
+        ),
     )
 
 

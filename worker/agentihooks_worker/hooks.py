@@ -1,0 +1,72 @@
+"""The harness's own hooks announce its events to the worker, so a capture follows each turn.
+
+Claude Code runs the commands of its ``hooks`` settings at its lifecycle events.
+The worker merges two into the user settings of the attempt's Claude home
+(``$CLAUDE_CONFIG_DIR/settings.json``): ``Stop`` (a turn ended) and
+``PostToolUse`` (a tool ran: a file edited, a command run). Each appends one
+byte to the worker's signal file (``$AGENTIHOOKS_CAPTURE_SIGNAL``), which
+:class:`.triggers.CaptureTriggers` watches. The command never fails the agent:
+a missing variable or an unwritable file is ignored (the worker's file-change
+watch and its timer still capture).
+
+The merge keeps everything else in the file; a hook the worker added before
+(same command) is not added twice; a file that is not a JSON object, or whose
+``hooks`` are not in Claude Code's shape, is refused and left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import WorkerError
+from .onboarding import _atomic_write
+
+SIGNAL_ENV = "AGENTIHOOKS_CAPTURE_SIGNAL"
+#: What each hook runs: one byte appended to the signal file; never an error for the harness.
+HOOK_COMMAND = f'[ -n "${SIGNAL_ENV}" ] && printf . >> "${SIGNAL_ENV}" 2>/dev/null; exit 0'
+EVENTS = ("Stop", "PostToolUse")
+
+
+class HookSettingsError(WorkerError):
+    """The harness's settings file exists but cannot be merged into."""
+
+
+def add_capture_hooks(settings_file: Path) -> dict[str, Any]:
+    """Merge the capture hooks into ``settings_file`` (created 0600 when absent); return the result."""
+    data: dict[str, Any] = {}
+    mode = 0o600
+    if settings_file.exists():
+        try:
+            loaded = json.loads(settings_file.read_bytes())
+        except ValueError as e:
+            raise HookSettingsError(f"{settings_file.name} is not JSON; leaving it as it is") from e
+        if not isinstance(loaded, dict):
+            raise HookSettingsError(f"{settings_file.name} does not hold a JSON object; leaving it as it is")
+        data = loaded
+        mode = settings_file.stat().st_mode & 0o777
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise HookSettingsError(f"{settings_file.name}: 'hooks' is not an object; leaving it as it is")
+    for event in EVENTS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise HookSettingsError(f"{settings_file.name}: hooks.{event} is not a list; leaving it as it is")
+        if any(_ours(g) for g in groups):
+            continue
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": HOOK_COMMAND}]}
+        if event == "PostToolUse":
+            group = {"matcher": "*", **group}
+        groups.append(group)
+    _atomic_write(settings_file, json.dumps(data, indent=2).encode() + b"\n", mode)
+    return data
+
+
+def _ours(group: object) -> bool:
+    if not isinstance(group, dict):
+        return False
+    inner = group.get("hooks")
+    return isinstance(inner, list) and any(
+        isinstance(h, dict) and h.get("command") == HOOK_COMMAND for h in inner
+    )
