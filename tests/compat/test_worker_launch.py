@@ -35,6 +35,7 @@ def boot(tmp_path: Path, **launch: Any) -> Boot:
         attempts_dir=tmp_path / "attempts",
         launch_record=tmp_path / "launch.json",
         capture_interval_seconds=0,
+        capture_mode="periodic",
     )
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "AGENTIHOOKS_"))}
     environ["PATH"] = f"{BIN}{os.pathsep}{environ.get('PATH', '')}"

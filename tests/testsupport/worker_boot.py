@@ -91,6 +91,7 @@ def start_worker(
             "AGENTIHOOKS_LAUNCH_RECORD": str(folder / "launch.json"),
             "AGENTIHOOKS_PROJECT_REMOTES": json.dumps({project: str(worktree)}),
             "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "0",
+            "AGENTIHOOKS_CAPTURE_MODE": "periodic",  # nothing captured while the harness runs, unless asked
             **env,
         }
     )

@@ -66,7 +66,6 @@ class LiveCapture:
         session_id: str | None = None
         if session is not None:
             transcript = self.layout.harness_home / session.transcript
-            watermark = count_records(transcript) - 1
             session_id = session.session_id
             if self.native_version is not None:
                 native_files = [
@@ -74,15 +73,23 @@ class LiveCapture:
                     for f in session.files
                 ]
         elif self.restored_transcript is not None and self.restored_watermark is not None:
-            transcript, watermark = self.restored_transcript, self.restored_watermark
+            transcript = self.restored_transcript
         else:
             return None
-        if watermark < 0:
-            return None
+        # The fingerprint is taken before the records are counted: whatever the harness writes after it
+        # changes the next fingerprint, so a later capture is never skipped as "unchanged" while its
+        # records are past this capture's watermark (the other order lost the last turns of a burst).
         home_files = [self.layout.home / f for f in native_files] or [transcript]
         fingerprint = _fingerprint(home_files, self.layout.worktree)
         if when in ("periodic", "event") and fingerprint == self.last_fingerprint:
             return None  # nothing changed since the last checkpoint
+        if session is not None:
+            watermark = count_records(transcript) - 1
+        else:
+            assert self.restored_watermark is not None
+            watermark = self.restored_watermark
+        if watermark < 0:
+            return None
         result = self._commit(when, transcript, watermark, session_id, native_files)
         self.last_fingerprint = fingerprint
         return result

@@ -275,6 +275,7 @@ def worker_env(tmp_path: Path, launch: dict[str, Any], remotes: dict[str, str]) 
             "AGENTIHOOKS_LAUNCH_RECORD": str(tmp_path / "launch.json"),
             "AGENTIHOOKS_PROJECT_REMOTES": json.dumps(remotes),
             "AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS": "0",
+            "AGENTIHOOKS_CAPTURE_MODE": "periodic",
         }
     )
     return env

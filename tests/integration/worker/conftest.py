@@ -59,6 +59,7 @@ class Scenario:
         env["AGENTIHOOKS_LAUNCH_RECORD"] = str(s.launch_record)
         env["AGENTIHOOKS_PROJECT_REMOTES"] = json.dumps(s.project_remotes)
         env["AGENTIHOOKS_CAPTURE_INTERVAL_SECONDS"] = str(s.capture_interval_seconds)
+        env["AGENTIHOOKS_CAPTURE_MODE"] = s.capture_mode
         for name in ("checkpoint_root", "checkpoint_bucket", "checkpoint_endpoint"):
             value = getattr(s, name)
             if value:
@@ -119,6 +120,7 @@ def scenario(tmp_path: Path, request: pytest.FixtureRequest) -> ScenarioFactory:
                 "launch_record": tmp_path / "launch.json",
                 "project_remotes": {"local:fixture": str(built.worktree)},
                 "capture_interval_seconds": 0,
+                "capture_mode": "periodic",
             }
         )
         harness = "codex" if kind == "codex" else "claude"

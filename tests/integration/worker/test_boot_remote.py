@@ -42,6 +42,7 @@ def replacement_boot(w: World, tmp_path: Path, *, token: str | None = None) -> t
         launch_record=tmp_path / "launch.json",
         project_remotes={PROJECT: str(built.worktree)},
         capture_interval_seconds=0,
+        capture_mode="periodic",
     )
     environ = {
         "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -54,11 +55,14 @@ def run_turns(write_record):
     if ready:
         Path(ready).write_text(str(os.getpid()))
     tick = float(os.environ.get("FAKE_HARNESS_TICK", "0"))
+    ticks = int(os.environ.get("FAKE_HARNESS_TICKS", "0"))  # 0: no limit
     next_tick = time.monotonic() + tick
+    written = 0
     while not STOP["signal"] and time.monotonic() < deadline:
         time.sleep(0.05)
-        if tick and time.monotonic() >= next_tick:
+        if tick and time.monotonic() >= next_tick and (not ticks or written < ticks):
             write_record({"role": "assistant", "text": "tick"})
+            written += 1
             next_tick = time.monotonic() + tick
     if STOP["signal"]:
         write_record({"role": "system", "text": "stopped"})
@@ -71,6 +75,20 @@ def append(path, record):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as f:
         f.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+def run_hooks(home, event):
+    """The ``command`` hooks of ``event`` in the user settings, run as Claude Code runs them."""
+    try:
+        data = json.loads((home / "settings.json").read_text())
+    except (OSError, ValueError):
+        return
+    for group in (data.get("hooks") or {}).get(event) or []:
+        for hook in group.get("hooks") or []:
+            if hook.get("type") == "command":
+                subprocess.run(["sh", "-c", hook["command"]], check=False)
+                with open(home / "hooks-run.log", "a", encoding="utf-8") as f:
+                    f.write(event + "\n")
 
 
 def claude_main(argv):
@@ -114,6 +132,8 @@ def claude_main(argv):
 
     def write(rec):
         append(path, {"type": rec["role"], "sessionId": session, "cwd": cwd, "message": rec["text"]})
+        if rec["text"] == "tick":  # a turn ended: Claude Code runs its Stop hooks
+            run_hooks(home, "Stop")
 
     if prompt:
         write({"role": "user", "text": prompt})
