@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import os
 import random
@@ -976,6 +977,9 @@ def main(argv: list[str] | None = None, default_minutes: float = 3.0) -> int:
         help="a broken worker: agents run on after their lease stops them",
     )
     args = parser.parse_args(argv)
+    # the seat agents run the worker's own code in this process: its retry notices are not the report's
+    for name in ("agentihooks_worker", "agentihooks_checkpoint"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     settings = Settings(
         args.seed,
         args.minutes * 60,
