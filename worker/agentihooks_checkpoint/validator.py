@@ -113,6 +113,16 @@ class Validator:
             return Verdict.refused(reason, detail)
         return Verdict(reason=None, record=record, staged=staged)
 
+    def listed_keys(self, store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> list[str] | None:
+        """Every stored key a verification of ``checkpoint_id`` reads (its pointer, its record, each
+        listed object), or ``None`` when its record cannot be read or listed (a verification says why)."""
+        try:
+            record_key, _ = store.read_pointer(scope, checkpoint_id)
+            items = check_content(self._read_record(store, scope, checkpoint_id))
+            return [pointer_key(checkpoint_id), record_key, *(object_key(i.digest) for i in items)]
+        except (RecordRefused, StoreError, ValueError):
+            return None
+
     def _read_record(self, store: CheckpointStore, scope: StoreScope, checkpoint_id: str) -> CheckpointRecord:
         try:
             pointer_key(checkpoint_id)

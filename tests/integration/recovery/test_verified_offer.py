@@ -88,3 +88,45 @@ def test_with_only_a_corrupted_checkpoint_nothing_is_resumed_without_asking(
         assert set(w.launcher.pods) <= launched  # the fenced Pod retired, no replacement launched
         [card] = recovery.cards(w.specs["swarm-a"])
         assert card.checkpoint is None and card.resume_available is False
+
+
+def test_a_checkpoint_corrupted_after_it_verified_is_no_longer_offered(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The user's report: the newest checkpoint verified, then one of its objects was overwritten with
+    same-size garbage; it was still offered and auto-resumed (the verdict was remembered for good).
+    Now each look re-reads the objects' identities (a stat here) and hashes again when one moved."""
+    with make_world(redis_url, tmp_path) as w:
+        recovery = w.recoveries["swarm-a"]
+        eid = w.first["swarm-a"].execution_id
+        older = w.checkpoint(eid, records=6, project_id=PROJECT)
+        newer = w.checkpoint(eid, records=8, project_id=PROJECT)
+        shared = {i.digest for i in check_content(older.record)}
+        mine = [i for i in check_content(newer.record) if i.digest not in shared]
+
+        def newest() -> str:
+            r = w.call("GET", "/v1/swarms/swarm-a/seats/eng-1/checkpoints", w.tokens["operator"])
+            assert r.status_code == 200, r.text
+            return str(r.json()["newest_compatible"])
+
+        assert newest() == newer.checkpoint_id
+        verifications = recovery._ctx.verifications
+        assert verifications is not None
+        hashed = verifications.runs
+        assert newest() == newer.checkpoint_id and verifications.runs == hashed  # unchanged: no hashing
+        assert verifications.rechecks > 0
+
+        path = corrupt_at_same_size(w, mine[0].digest)  # after it verified
+        assert newest() == older.checkpoint_id
+        # the moved checkpoint hashed again, and the older one for the first time (never needed before)
+        assert verifications.runs == hashed + 2
+
+        w.fail(paused=False)
+        decision = json.loads(w.client.hget(recovery.keys.attempt_recoveries, eid))
+        assert decision["directive"]["checkpoint_id"] == older.checkpoint_id
+
+        # restored from backup (the same bytes again): it verifies, and is offered again
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+        assert newest() == newer.checkpoint_id

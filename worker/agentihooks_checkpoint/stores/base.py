@@ -51,6 +51,13 @@ class CheckpointStore(ABC):
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         """The object's size, or ``None`` when absent. Cheap: a stat or HEAD."""
 
+    def identity(self, scope: StoreScope, key: str) -> str | None:
+        """A cheap identity of the stored object that changes whenever its bytes may have (a local
+        file's device, inode, size and change time; an S3 object's ETag, version and time), or
+        ``None`` when the store has none to give: then only hashing it again can tell."""
+        del scope, key
+        return None
+
     @abstractmethod
     def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
         """Store the file's bytes under ``key``, replacing atomically (readers see old or new)."""

@@ -54,6 +54,15 @@ class LocalStore(CheckpointStore):
         with f:
             yield f
 
+    def identity(self, scope: StoreScope, key: str) -> str | None:
+        """Device, inode, size and change time: an in-place write or a replacement changes the change
+        time (``ctime``), which, unlike the modification time, no user can set back."""
+        try:
+            st = self._path(scope, key).stat()
+        except FileNotFoundError:
+            return None
+        return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         try:
             return self._path(scope, key).stat().st_size

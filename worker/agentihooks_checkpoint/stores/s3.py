@@ -90,6 +90,19 @@ class S3Store(CheckpointStore):
         finally:
             body.close()
 
+    def identity(self, scope: StoreScope, key: str) -> str | None:
+        """The object's ETag, version id and last-modified time (a HEAD): any overwrite changes them."""
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))
+        except ClientError as e:
+            if _code(e) in _MISSING:
+                return None
+            raise _failed(e, "object cannot be inspected") from e
+        except BotoCoreError as e:
+            raise _failed(e, "object cannot be inspected") from e
+        modified = head.get("LastModified")
+        return f"{head.get('ETag')}|{head.get('VersionId', '')}|{modified.isoformat() if modified else ''}"
+
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         try:
             return int(

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentihooks_checkpoint.directive import RestoreDirective
-from agentihooks_checkpoint.launch import CapturePolicy, LaunchAuthority, LaunchRecord, Registration, RestoreSource
+from agentihooks_checkpoint.launch import (
+    CapturePolicy,
+    LaunchAuthority,
+    LaunchRecord,
+    Registration,
+    RestoreSource,
+)
 
 from ... import worker_pod as wp
 from ...swarm import SeatSpec, SwarmSpec
