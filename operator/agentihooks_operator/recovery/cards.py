@@ -20,12 +20,13 @@ successor, otherwise on a card of its own with binding ``launch blocked``.
 from __future__ import annotations
 
 from ..swarm import SwarmSpec
-from . import held
+from . import held, reverify
 from .context import Ctx
-from .models import HandoffCard
+from .models import HandoffCard, RestoreRefusedView
 from .policy import card_reason, resume_label
 from .relaunch import view as relaunch_view
 from .store.reads import Attempt, attempts
+from .store.records import RefusalRecord
 from .store.writer import Writer
 
 #: The values of ``HandoffCard.binding``.
@@ -39,6 +40,20 @@ MAX_RELAUNCHES = 50
 
 def _s(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else v
+
+
+def _refused_view(
+    ctx: Ctx, spec: SwarmSpec, after: dict[str, Attempt], refused: RefusalRecord | None
+) -> RestoreRefusedView | None:
+    """The card's refusal, with the checkpoint a relaunch would resume from when this one is damaged."""
+    if refused is None:
+        return None
+    shown = relaunch_view(refused)
+    att = after.get(refused.execution_id)
+    if reverify.damaged(refused) and att is not None and att.record is not None:
+        found = reverify.offer(ctx, spec, att.record)
+        shown = shown.model_copy(update={"offered_checkpoint": found.checkpoint_id if found else None})
+    return shown
 
 
 def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
@@ -122,7 +137,7 @@ def cards(ctx: Ctx, spec: SwarmSpec) -> list[HandoffCard]:
                 launch_blocked=stuck[0] if stuck else None,
                 launch_retry_at=stuck[2] if stuck else None,
                 old_attempt_stops_by=fence.old_attempt_stops_by_ms,
-                restore_refused=relaunch_view(refused) if refused is not None else None,
+                restore_refused=_refused_view(ctx, spec, after, refused),
                 relaunches=relaunches,
             )
         )

@@ -167,6 +167,9 @@ class RestoreRefusedView(_Model):
     #: What to fix before relaunching (by reason).
     hint: str
     reported_at: int
+    #: After a damaged checkpoint: the newest of the seat's lineage that verifies now, which a relaunch
+    #: (not ``--fresh``) resumes from (``None``: none does, or the refusal is not about the checkpoint).
+    offered_checkpoint: str | None = None
 
 
 class RelaunchResult(_Model):

@@ -29,7 +29,7 @@ from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE, REASON_CAP, SOURCE_PREFIX, reason_token
 
 from ..swarm import SwarmSpec
-from . import workerlease
+from . import reverify, workerlease
 from .context import Ctx, new_execution_id, new_grant_id
 from .errors import NOT_REFUSED, InvalidInput, RecoveryRefused
 from .models import EXECUTION_RE, RelaunchResult, RestoreRefusedView
@@ -62,17 +62,25 @@ FIX_HINTS: dict[str, str] = {
         "reachable from the worker Pods, then relaunch"
     ),
     "manifest_absent": (
-        "the checkpoint record is missing from the store: restore it from backup, then relaunch, or relaunch "
-        "--fresh"
+        "the checkpoint record is missing from the store: relaunch resumes from the newest checkpoint that "
+        "still verifies (offered_checkpoint), or relaunch --fresh"
     ),
-    "corrupt_manifest": "the checkpoint record was altered: restore it from backup, then relaunch",
+    "corrupt_manifest": (
+        "the checkpoint record was altered: relaunch resumes from the newest checkpoint that still verifies "
+        "(offered_checkpoint; restore this one from backup first to resume from it), or relaunch --fresh"
+    ),
     "missing_object": (
-        "an object of the checkpoint is missing: restore it from backup (never treat checkpoint objects as "
-        "cache), then relaunch, or relaunch --fresh"
+        "an object of the checkpoint is missing (never treat checkpoint objects as cache): relaunch resumes "
+        "from the newest checkpoint that still verifies (offered_checkpoint), or relaunch --fresh"
     ),
     "corrupt_object": (
-        "an object of the checkpoint is damaged or a hostile archive: restore it from backup, then relaunch, "
-        "or relaunch --fresh"
+        "an object of the checkpoint is damaged or a hostile archive: relaunch resumes from the newest "
+        "checkpoint that still verifies (offered_checkpoint; restore this one from backup first to resume "
+        "from it), or relaunch --fresh"
+    ),
+    "inventory_mismatch": (
+        "the checkpoint record's inventory contradicts itself: relaunch resumes from the newest checkpoint "
+        "that still verifies (offered_checkpoint), or relaunch --fresh"
     ),
     "no_checkpoint_store": (
         "the worker has no checkpoint store: set checkpoint_remote or the store settings in the worker Pod, "
@@ -155,7 +163,10 @@ def report_refusal(ctx: Ctx, execution_id: str, reason: str, message: str) -> Re
     answer = ctx.w.run("refusal", payload)
     ctx.point("after:refusal")
     if answer["ok"]:
-        return RefusalRecord.model_validate_json(answer["refusal"])
+        stored = RefusalRecord.model_validate_json(answer["refusal"])
+        if reverify.damaged(stored):
+            reverify.forget_refused(ctx, record)
+        return stored
     if answer["refused"] == "reported":
         raise RecoveryRefused(ALREADY_REPORTED, reason="outcome_reported")
     raise RecoveryRefused(NOT_CURRENT, reason="not_current")
@@ -224,6 +235,9 @@ def relaunch(
     assert record is not None and refusal is not None
     _, row = one(ctx.w, att.execution_id, record.task_id)
     directive = FRESH if fresh else record.directive
+    if not fresh and reverify.damaged(refusal):
+        # the same checkpoint would be refused again: the newest one that verifies now instead
+        directive = reverify.redirect(ctx, spec, record)
     new_record = AttemptRecord(
         execution_id=new_execution_id(),
         seat=seat,
