@@ -208,8 +208,9 @@ class Supervisor:
             if self.triggers is not None and self._stop_at is None and not self.halted:
                 due = self.triggers.due()
                 if due is not None:
+                    started = time.monotonic()
                     self._capture(due)
-                    self.triggers.taken()
+                    self.triggers.taken(time.monotonic() - started)
             if self._held is not None and not self.halted:
                 self._report(*self._held)
         return rc if rc >= 0 else 128 - rc

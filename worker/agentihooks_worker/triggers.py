@@ -16,7 +16,11 @@ in ``continuous`` mode a worker captures when the agent did something:
 
 Events are **coalesced**: at most one capture per ``floor`` seconds, however
 many events came in (a hook firing thousands of times a second is one capture a
-floor interval). An event that arrives while a capture runs is kept for the next
+floor interval). The floor also grows with what a capture costs: after a
+capture that took ``d`` seconds the next event capture waits at least
+``COST_RATIO * d`` (a capture is still a whole checkpoint, so a large session
+captures less often instead of spending more than about 1/COST_RATIO of the
+worker's time on captures). An event that arrives while a capture runs is kept for the next
 one, so nothing the agent did after a capture's start is left out for long.
 """
 
@@ -33,6 +37,8 @@ from typing import Literal
 Due = Literal["event", "periodic"]
 #: The signal file is emptied once it holds this many bytes (each event appends one).
 SIGNAL_TRUNCATE_AT = 4096
+#: After a capture of ``d`` seconds, the next event capture waits at least this many times ``d``.
+COST_RATIO = 20.0
 
 
 class CaptureTriggers:
@@ -58,6 +64,7 @@ class CaptureTriggers:
         self._last_capture = now
         self._next_watch = now + floor
         self._pending = False
+        self._cost = 0.0  # seconds the last capture took
         self._signal_seen: tuple[int, int] | None = self._signal_state()
         self._watched: object = None
         self._lock = threading.Lock()
@@ -77,7 +84,7 @@ class CaptureTriggers:
         if self.continuous:
             self._look(now)
         with self._lock:
-            if self._pending and now - self._last_capture >= self.floor:
+            if self._pending and now - self._last_capture >= self.effective_floor:
                 self.asked += 1
                 return "event"
         if self.interval > 0 and now - self._last_capture >= self.interval:
@@ -85,12 +92,18 @@ class CaptureTriggers:
             return "periodic"
         return None
 
-    def taken(self) -> None:
-        """A capture ran (committed, or skipped as unchanged): the floor and the timer start again. What
-        arrives from now on is the next capture's."""
+    @property
+    def effective_floor(self) -> float:
+        """The floor, raised by what the last capture cost."""
+        return max(self.floor, COST_RATIO * self._cost)
+
+    def taken(self, cost: float = 0.0) -> None:
+        """A capture ran (committed, or skipped as unchanged) and took ``cost`` seconds: the floor and
+        the timer start again. What arrives from now on is the next capture's."""
         with self._lock:
             self._pending = False
             self._last_capture = self.clock()
+            self._cost = max(0.0, cost)
 
     # -- the event sources ------------------------------------------------------------------------
     def _look(self, now: float) -> None:

@@ -70,6 +70,25 @@ def test_an_event_during_a_capture_is_kept_for_the_next() -> None:
     assert t.due() == "event"
 
 
+def test_an_expensive_capture_raises_the_floor() -> None:
+    """A capture that took 0.5 s: the next event capture waits 20 x 0.5 s, not the 1 s floor."""
+    clock = Clock()
+    t = triggers(clock)
+    clock.now += 1
+    t.poke()
+    assert t.due() == "event"
+    t.taken(cost=0.5)
+    t.poke()
+    clock.now += 9.9
+    assert t.due() is None
+    clock.now += 0.1
+    assert t.due() == "event"
+    t.taken(cost=0.01)  # cheap again: back to the floor
+    t.poke()
+    clock.now += 1
+    assert t.due() == "event"
+
+
 def test_the_periodic_capture_remains_the_fallback() -> None:
     clock = Clock()
     t = triggers(clock)
