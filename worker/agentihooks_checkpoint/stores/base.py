@@ -58,6 +58,17 @@ class CheckpointStore(ABC):
         del scope, key
         return None
 
+    def delete(self, scope: StoreScope, key: str) -> None:
+        """Remove ``key`` (absent: nothing to do). Only retention deletes (:mod:`..retention`); a store
+        that cannot delete raises :class:`StoreError`, and nothing is collected there."""
+        del scope, key
+        raise StoreError("this store does not delete")
+
+    def modified_at(self, scope: StoreScope, key: str) -> float | None:
+        """When ``key`` was last written (seconds since the epoch), or ``None`` when absent."""
+        del scope, key
+        raise StoreError("this store does not tell when an object was written")
+
     @abstractmethod
     def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
         """Store the file's bytes under ``key``, replacing atomically (readers see old or new)."""

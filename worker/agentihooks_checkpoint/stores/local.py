@@ -63,6 +63,15 @@ class LocalStore(CheckpointStore):
             return None
         return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
+    def delete(self, scope: StoreScope, key: str) -> None:
+        self._path(scope, key).unlink(missing_ok=True)
+
+    def modified_at(self, scope: StoreScope, key: str) -> float | None:
+        try:
+            return self._path(scope, key).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         try:
             return self._path(scope, key).stat().st_size

@@ -103,6 +103,23 @@ class S3Store(CheckpointStore):
         modified = head.get("LastModified")
         return f"{head.get('ETag')}|{head.get('VersionId', '')}|{modified.isoformat() if modified else ''}"
 
+    def delete(self, scope: StoreScope, key: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(scope, key))
+        except (ClientError, BotoCoreError) as e:
+            raise _failed(e, "object cannot be deleted") from e
+
+    def modified_at(self, scope: StoreScope, key: str) -> float | None:
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))
+        except ClientError as e:
+            if _code(e) in _MISSING:
+                return None
+            raise _failed(e, "object cannot be inspected") from e
+        except BotoCoreError as e:
+            raise _failed(e, "object cannot be inspected") from e
+        return float(head["LastModified"].timestamp())
+
     def size_of(self, scope: StoreScope, key: str) -> int | None:
         try:
             return int(
