@@ -134,6 +134,24 @@ class CaptureSpec(_Model):
     announced)."""
 
 
+class RetentionSpec(_Model):
+    """Which superseded checkpoints the operator removes from its checkpoint store."""
+
+    enabled: bool = True
+    """`false`: nothing is ever removed."""
+    keep_newest: int = Field(default=10, ge=1, le=100000)
+    """Per attempt, the newest this many checkpoints are kept."""
+    keep_younger_seconds: int = Field(default=3600, ge=0, le=31536000)
+    """Every checkpoint younger than this is kept."""
+    grace_seconds: int = Field(default=3600, ge=600, le=31536000)
+    """An object no checkpoint lists is removed only once it is this old (a capture in flight
+    uploads its objects before its record; it never takes longer than 300 s)."""
+    interval_seconds: int = Field(default=600, ge=60, le=86400)
+    """Seconds between two runs (by the lease holder)."""
+    dry_run: bool = False
+    """`true`: nothing is removed; the operator logs and counts what would be."""
+
+
 class CheckpointStoreSpec(_Model):
     """Where the Swarm's workers keep their checkpoints."""
 
@@ -258,6 +276,9 @@ class SwarmSpec(_Model):
     """Where the workers keep their checkpoints."""
     capture: CaptureSpec = Field(default_factory=CaptureSpec)
     """When the workers checkpoint the running agent."""
+    retention: RetentionSpec = Field(default_factory=RetentionSpec)
+    """Which superseded checkpoints the operator removes (never one a fence, decision, directive,
+    relaunch or outcome names, never an object a kept checkpoint lists)."""
     account_broker: AccountBrokerSpec | None = None
     """Where account slots come from: absent = the built-in pool in Redis (released with the fence)."""
     pod_template: PodTemplate | None = Field(default=None, json_schema_extra={SCHEMA_MARK: "podTemplate"})

@@ -57,6 +57,8 @@ KNOWN = {
     "decisions_by_decider": DECIDERS,
     "refusals_by_reason": ("not_pending", "no_checkpoint"),
     "restore_refusals": tuple(sorted(KNOWN_REASONS)),
+    "retention_bytes": ("collected", "dry_run"),
+    "retention_checkpoints": ("collected", "dry_run"),
 }
 #: Families whose label values come from reports: a value outside ``KNOWN`` is counted as ``other``.
 CLOSED = frozenset({"restore_refusals"})
@@ -89,6 +91,16 @@ COUNTERS = {
         "decider",
     ),
     "agentihooks_refusals": ("Refused recovery requests by reason.", "refusals_by_reason", "reason"),
+    "agentihooks_retention_reclaimed_bytes": (
+        "Bytes of checkpoint objects retention removed (collected) or would have (dry_run).",
+        "retention_bytes",
+        "mode",
+    ),
+    "agentihooks_retention_checkpoints": (
+        "Superseded checkpoints retention removed (collected) or would have (dry_run).",
+        "retention_checkpoints",
+        "mode",
+    ),
     "agentihooks_restore_refusals": (
         "Restores a replacement refused and reported (it waits for a relaunch), by reason.",
         "restore_refusals",

@@ -45,6 +45,7 @@ from .events import Notice, coalesced, notice_of_held, notice_of_telemetry
 from .observing.observe import PullGrace, observe
 from .observing.passreads import PassReads
 from .observing.podcache import RESYNC_S, PodCache
+from .retention_runs import RetentionRuns
 
 log = logging.getLogger(__name__)
 SWARMS = f"{API_VERSION}/{PLURAL}"
@@ -103,6 +104,7 @@ class SwarmPass(PassReads):
         #: Since when (monotonic) this non-holder has seen nobody hold the lease (``None``: held).
         self._unheld_since: float | None = None
         self.recovery = recovery
+        self.retention = RetentionRuns(recovery)
         self.kube = kube
         self.owner = owner
         self.clock = clock
@@ -263,6 +265,7 @@ class SwarmPass(PassReads):
         verdict = of_pass(blocked, paused=report.paused)
         if self._cleanup is not None:  # after the launches: off the failover's critical path
             self._cleanup()
+        self.retention.maybe_start(spec)
         self.last_pass_seconds = time.perf_counter() - t0
         log.debug(
             "pass of %s: seats %.1f ms, observe %.1f ms, reconcile %.1f ms (%d fenced, %d launched), "

@@ -13,11 +13,12 @@ from collections.abc import Callable, Sequence
 import redis
 from agentihooks_checkpoint.catalog import CheckpointCatalog, CheckpointSummary
 from agentihooks_checkpoint.directive import RestoreOutcome
+from agentihooks_checkpoint.retention import Collected
 from agentihooks_checkpoint.scope import StoreScope
 
 from ..swarm import SwarmSpec
 from . import cards as _cards
-from . import held, outcomes, relaunch, resume, workerlease
+from . import held, outcomes, relaunch, resume, retention, workerlease
 from .context import Ctx
 from .errors import LeaseLost, RecoveryRefused
 from .fanout import InFlight
@@ -176,6 +177,12 @@ class Recovery:
         finally:
             report.round_trips = self._w.round_trips - start
         return report
+
+    def collect_garbage(self, spec: SwarmSpec) -> Collected | None:
+        """One retention run (``spec.retention``), only by the lease holder (``None`` otherwise)."""
+        if self._w.epoch == 0 and not self.acquire():
+            return None
+        return retention.collect_swarm(self._ctx, spec)
 
     def recover_one(self, spec: SwarmSpec, observation: AttemptObservation) -> PassReport | None:
         """Advance one failed attempt now (its Pod event showed the failure), as a pass would.
