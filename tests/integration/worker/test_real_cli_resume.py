@@ -97,6 +97,11 @@ def assert_private(path: Path, top: Path) -> None:
 @pytest.mark.parametrize("seat", HARNESSES, indirect=True)
 def test_native_resume_sends_the_earlier_turns(seat: Seat) -> None:
     fenced = first_attempt_and_kill(seat)
+    if seat.harness == "claude":
+        # the real Claude Code ran the worker's capture hooks (PostToolUse after its tool call): each
+        # appended a byte to the attempt's signal file, which the worker's continuous capture watches
+        signal_file = seat.layout("exe-1").root / "run" / "capture.signal"
+        assert signal_file.stat().st_size >= 1, "the real CLI ran none of the worker's hooks"
     result = resume_natively(seat, fenced)
     second = result.attempt
     assert result.exit_code == 0, second.output()
