@@ -57,6 +57,8 @@ class LiveCapture:
     taken: list[str] = field(default_factory=list)
     #: What the last committed capture saw; a periodic capture of the same state is skipped.
     last_fingerprint: str | None = None
+    #: Objects this attempt uploaded and verified, with their stored identity: not sent again unchanged.
+    uploaded: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, when: CaptureWhen) -> CaptureResult | None:
         if not (self.layout.worktree / ".git").exists():
@@ -145,7 +147,7 @@ class LiveCapture:
             )
             self.next_sequence += 1
             try:
-                capture(self.store, req, work_dir=self.layout.tmp)
+                capture(self.store, req, work_dir=self.layout.tmp, known=self.uploaded)
             except CaptureError as e:
                 if isinstance(e.__cause__, CheckpointExists):
                     continue

@@ -4,6 +4,14 @@ Order matters for crashes: objects first (content-addressed, harmless if
 orphaned), then verification through the store, then the manifest, then the
 write-once commit pointer. A process killed anywhere before the pointer leaves
 nothing that lists or verifies as a checkpoint.
+
+``known`` makes a series of captures cheaper: the digests this worker uploaded
+and verified before, each with the identity the store gave it then. An artifact
+whose bytes hash to one of them, and whose stored object still has that
+identity, is neither uploaded nor read back again (the source bundle, the patch
+and the untracked files of a turn that changed none of them). Anything else,
+or a store that gives no identity, is uploaded and verified as always; the
+record lists every object either way, so each checkpoint stays self-contained.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from pathlib import Path
 from agentihooks_checkpoint.archive import ArchiveRefused, build_archive, safe_member_name
 from agentihooks_checkpoint.checks import InventoryItem
 from agentihooks_checkpoint.errors import CaptureError, StoreError
+from agentihooks_checkpoint.hashing import digest_of_file
+from agentihooks_checkpoint.layout import object_key
 from agentihooks_checkpoint.model import (
     WRITTEN_VERSION,
     ArtifactEntry,
@@ -35,6 +45,8 @@ from . import git
 from .request import CaptureRequest
 
 Step = Callable[[str], None]
+#: Most objects a worker remembers having uploaded (the oldest are forgotten first).
+KNOWN_CAP = 256
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,7 @@ def capture(
     *,
     work_dir: Path | None = None,
     on_step: Step | None = None,
+    known: dict[str, str] | None = None,
 ) -> CaptureResult:
     """Capture and commit one checkpoint; raise :class:`CaptureError` and commit nothing on failure.
 
@@ -139,19 +152,23 @@ def capture(
         for path in files.values():
             path.chmod(0o600)  # conversation content stays private even in the work folder
         entries: list[ArtifactEntry] = []
+        sent: list[ArtifactEntry] = []
         for role, path in files.items():
             try:
-                obj = store.put_object(req.scope, path)
+                obj = _reused(store, req, path, known) or store.put_object(req.scope, path)
             except (StoreError, OSError) as e:
                 raise CaptureError(f"uploading the {role} artifact failed") from e
-            entries.append(
-                ArtifactEntry(role=role, path=_PATHS[Role(role)], size=obj.size, digest=obj.digest)
-            )
+            entry = ArtifactEntry(role=role, path=_PATHS[Role(role)], size=obj.size, digest=obj.digest)
+            entries.append(entry)
+            if not isinstance(obj, _Reused):
+                sent.append(entry)
             step(f"uploaded:{role}")
-        items = [InventoryItem(e.role, e.path, e.size, e.digest) for e in entries]
+        items = [InventoryItem(e.role, e.path, e.size, e.digest) for e in sent]
         reason, _ = Validator().verify_objects(store, req.scope, items)
         if reason is not None:
             raise CaptureError(f"the uploaded objects did not verify: {reason.value}")
+        if known is not None:
+            _remember(store, req, sent, known)
         step("verified")
         record = _record(req, entries, exclusions, (base, head, branch), started)
         data = encode_record(record)
@@ -165,6 +182,37 @@ def capture(
         return CaptureResult(record=record, manifest_sha256=digest)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Reused:
+    digest: str
+    size: int
+
+
+def _reused(
+    store: CheckpointStore, req: CaptureRequest, path: Path, known: dict[str, str] | None
+) -> _Reused | None:
+    """The stored object with ``path``'s bytes, when this worker verified it and it is unchanged."""
+    if not known:
+        return None
+    digest, size = digest_of_file(path)
+    expected = known.get(digest)
+    if expected is None or store.identity(req.scope, object_key(digest)) != expected:
+        return None
+    return _Reused(digest, size)
+
+
+def _remember(
+    store: CheckpointStore, req: CaptureRequest, sent: list[ArtifactEntry], known: dict[str, str]
+) -> None:
+    """The identities of the objects just uploaded and verified (a store without identities: none)."""
+    for e in sent:
+        ident = store.identity(req.scope, object_key(e.digest))
+        if ident is not None:
+            known[e.digest] = ident
+    while len(known) > KNOWN_CAP:
+        known.pop(next(iter(known)))
 
 
 def _record(
