@@ -38,6 +38,7 @@ from . import capture_policy, logs, provider_files
 from .attempt import AttemptLayout
 from .attempt_state import AttemptState
 from .attribution import attributed
+from .childenv import TOKEN_ENV, take_token
 from .errors import EXIT_FAILURE, EXIT_FENCED, EXIT_REFUSED, Refused, WorkerError
 from .harness import Harness, harness_for
 from .launch import read_launch_record
@@ -79,6 +80,10 @@ class Boot:
     ) -> None:
         self.settings = settings
         self.environ = environ
+        # The credential lives in memory only: out of os.environ, so no child (git, the harness) gets it.
+        self._token = (os.environ if environ is None else environ).get(TOKEN_ENV)
+        if environ is None:
+            take_token(os.environ)
         self.restorer = restorer or Restorer(Validator(archive_limits=settings.archive_limits))
         self.reporter = reporter
         self.context: BootContext | None = None
@@ -90,6 +95,13 @@ class Boot:
         self.initial_progress: tuple[str | None, int | None] = (None, None)
         #: When this boot started (monotonic): a restore's duration is measured from here.
         self._started = time.monotonic()
+
+    def _credentialed(self) -> dict[str, str]:
+        """The environment the store and the reporter are opened from: with the credential."""
+        base = dict(os.environ if self.environ is None else self.environ)
+        if self._token:
+            base[TOKEN_ENV] = self._token
+        return base
 
     def run(self) -> int:
         try:
@@ -132,7 +144,7 @@ class Boot:
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
         self.capture_policy = capture_policy.policy_of(self.settings, launch)
         capture_policy.prepare(self.capture_policy, harness.name, layout, env)
-        environ = os.environ if self.environ is None else self.environ
+        environ = self._credentialed()
         store = open_store(self.settings, launch, environ)
         if self.reporter is None:  # any launch that names its controller reports to it, whatever its store
             self.reporter = control_reporter(launch, environ, self.settings)
@@ -193,7 +205,7 @@ class Boot:
         reporter = self.reporter
         if reporter is None:
             try:
-                environ = os.environ if self.environ is None else self.environ
+                environ = self._credentialed()
                 reporter = self.reporter = control_reporter(launch, environ, self.settings)
             except (Refused, CheckpointError):  # no credential to report with
                 return

@@ -26,6 +26,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from .attempt import AttemptLayout
 from .capture import CaptureRequest, capture
+from .childenv import child_env
 from .harness import Harness, NativeSession
 from .report import emit, event_line
 from .supervisor import CaptureResult, CaptureWhen
@@ -177,7 +178,7 @@ def _fingerprint(files: list[Path], worktree: Path) -> str:
     for f in files:
         st = f.stat()
         h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    env = child_env(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     for args in (["rev-parse", "HEAD"], ["status", "--porcelain=v1", "-z", "--untracked-files=all"]):
         out = subprocess.run(["git", "-C", str(worktree), *args], capture_output=True, env=env, check=False)
         h.update(out.stdout + b"\1")

@@ -11,7 +11,6 @@ file contents).
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tarfile
@@ -23,6 +22,7 @@ from agentihooks_checkpoint.model import CheckpointRecord, Role
 from agentihooks_checkpoint.reasons import SOURCE_PREFIX
 from agentihooks_checkpoint.verdict import StagedArtifact, StagedCheckpoint
 
+from .childenv import child_env
 from .errors import Refused
 from .native import extract_files, place_files
 
@@ -46,7 +46,7 @@ def project_remote(project_id: str, remotes: Mapping[str, str]) -> str | None:
 
 
 def _git(cwd: Path, *args: str, what: str) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    env = child_env(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, env=env, check=False)
     if done.returncode != 0:
         raise SourceRefused(what)
@@ -54,7 +54,7 @@ def _git(cwd: Path, *args: str, what: str) -> str:
 
 
 def _has_commit(worktree: Path, commit: str) -> bool:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = child_env(GIT_TERMINAL_PROMPT="0")
     cmd = ["git", "-C", str(worktree), "cat-file", "-e", f"{commit}^{{commit}}"]
     return subprocess.run(cmd, capture_output=True, env=env, check=False).returncode == 0
 
@@ -81,7 +81,7 @@ def reset_partial(worktree: Path) -> None:
     """Undo what an interrupted earlier restore of this attempt wrote into the worktree."""
     if not _is_repository(worktree):
         return
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = child_env(GIT_TERMINAL_PROMPT="0")
     cmd = ["git", "-C", str(worktree), "rev-parse", "--verify", "-q", "HEAD"]
     if subprocess.run(cmd, capture_output=True, env=env, check=False).returncode != 0:
         for child in worktree.iterdir():  # a clone that never finished: start it again
@@ -105,7 +105,7 @@ def _take_bundle(worktree: Path, bundle: Path, branch: str, head: str, *, cloned
     if cloned:
         ref = f"refs/remotes/origin/{branch}"
     else:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        env = child_env(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
         cmd = ["git", "-C", str(worktree), "fetch", "-q", str(bundle), f"+refs/heads/{branch}:{RESTORE_REF}"]
         if subprocess.run(cmd, capture_output=True, env=env, check=False).returncode != 0:
             _git(worktree, "bundle", "verify", "-q", str(bundle), what="the git bundle does not apply")

@@ -7,16 +7,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 from agentihooks_checkpoint.errors import CaptureError
 
+from ..childenv import child_env
+
 
 def git(worktree: Path, *args: str, out: Path | None = None) -> bytes:
     """Run git in ``worktree``; raise :class:`CaptureError` (without its output) on failure."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    env = child_env(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     cmd = ["git", "-C", str(worktree), "-c", "core.quotepath=off", *args]
     if out is not None:
         with out.open("wb") as f:
