@@ -45,7 +45,7 @@ from typing import Any
 from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, Case, CaseRunner
 from .containers import env_for_workers
 from .harness import fake_harness_bin
-from .kubelet import PodRun, SimulatedKubelet
+from .kubelet import EARLIER_WORKER, PodRun, SimulatedKubelet
 from .nodecase import NODE_CASE_ID, node_case
 from .nodehost import RealNodeHook, node_reason
 from .procs import Processes
@@ -73,6 +73,8 @@ def evidence_spec() -> dict[str, Any]:
 def evidence_plan(run: PodRun) -> str | dict[str, str]:
     if run.seat == "version" and run.generation == 2:
         return {"FAKE_CLAUDE_VERSION": UNSUPPORTED_CLAUDE}
+    if run.seat == "mismatch" and run.generation == 1:  # the case posts a session report as this worker
+        return {EARLIER_WORKER: "1"}
     return {}
 
 

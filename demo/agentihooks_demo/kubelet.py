@@ -130,6 +130,12 @@ class EmulatedApi:
         await self.http.aclose()
 
 
+#: A plan's key (never passed on as a variable): this run's worker is of an earlier release, which keeps
+#: the credential its Pod started with (no ``credential_exchange``), as a case that posts as the worker
+#: needs.
+EARLIER_WORKER = "AGENTIHOOKS_DEMO_EARLIER_WORKER"
+
+
 @dataclass
 class SimulatedKubelet:
     api: PodApi
@@ -251,8 +257,14 @@ class SimulatedKubelet:
         mount = next(m for m in container.get("volumeMounts", []) if m["name"] == volume["name"])
         mounted = run.dir / "launch"
         mounted.mkdir(exist_ok=True)
+        earlier = extra.pop(EARLIER_WORKER, None) is not None
         for path, text in (await self._launch_files(volume)).items():
-            (mounted / path).write_text(text)
+            content = text
+            if earlier and path == "launch.json":  # a worker of an earlier release: it keeps the Pod's token
+                record = json.loads(text)
+                record.pop("credential_exchange", None)
+                content = json.dumps(record)
+            (mounted / path).write_text(content)
         env = dict(self.base_env)
         for item in container.get("env", []):
             if "value" in item:

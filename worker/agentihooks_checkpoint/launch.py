@@ -117,6 +117,10 @@ class LaunchRecord(BaseModel):
     worker_lease_seconds: float | None = Field(default=None, ge=15, le=3600)
     #: When the worker captures (absent: the worker's own settings, continuous by default).
     capture: CapturePolicy | None = None
+    #: The worker first trades the credential its Pod started with for one only it knows
+    #: (``POST .../credential``), before anything else reaches the controller. Absent: an earlier
+    #: controller, which has no such route.
+    credential_exchange: StrictBool = False
 
     def store_scope(self) -> StoreScope | None:
         """The checkpoint scope this attempt reads and writes (``None`` without a registration)."""

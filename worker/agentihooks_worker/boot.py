@@ -31,7 +31,7 @@ from agentihooks_checkpoint.errors import CheckpointError, StoreUnreachable
 from agentihooks_checkpoint.launch import LaunchRecord, is_identifier
 from agentihooks_checkpoint.reasons import Reason
 from agentihooks_checkpoint.stores.base import CheckpointStore
-from agentihooks_checkpoint.stores.remote import ControlRefused
+from agentihooks_checkpoint.stores.remote import ControlRefused, ControlReporter
 from agentihooks_checkpoint.validator import Validator
 
 from . import capture_policy, logs, provider_files
@@ -96,6 +96,24 @@ class Boot:
         #: When this boot started (monotonic): a restore's duration is measured from here.
         self._started = time.monotonic()
 
+    def _exchange(self, launch: LaunchRecord) -> None:
+        """Trade the credential the Pod started with (every process of the container has it, the
+        image's init too) for one only this process holds; the first one then matches nothing."""
+        if not launch.credential_exchange or not launch.control_url or not self._token:
+            return
+        trade = ControlReporter(
+            launch.control_url,
+            launch.authority.execution_id,
+            self._token,
+            retry_seconds=self.settings.control_retry_seconds,
+        )
+        try:
+            self._token = trade.exchange_credential()
+        except ControlRefused as e:
+            raise WorkerError(f"the controller refused the credential exchange ({e.code})") from e
+        except CheckpointError as e:
+            raise WorkerError("the credential exchange failed: the controller cannot be reached") from e
+
     def _credentialed(self) -> dict[str, str]:
         """The environment the store and the reporter are opened from: with the credential."""
         base = dict(os.environ if self.environ is None else self.environ)
@@ -144,6 +162,7 @@ class Boot:
             mark_onboarded(layout.claude_config_dir / ".claude.json", layout.worktree)
         self.capture_policy = capture_policy.policy_of(self.settings, launch)
         capture_policy.prepare(self.capture_policy, harness.name, layout, env)
+        self._exchange(launch)  # before the store, the reports or the harness use the credential
         environ = self._credentialed()
         store = open_store(self.settings, launch, environ)
         if self.reporter is None:  # any launch that names its controller reports to it, whatever its store

@@ -27,6 +27,7 @@ from .handlers.relaunch import (
 from .schemas import (
     Accepted,
     CheckpointsAnswer,
+    CredentialExchanged,
     DecisionAnswer,
     DecisionRequest,
     EventsAnswer,
@@ -330,6 +331,21 @@ ROUTES: tuple[Route, ...] = (
         "worker",
         WatermarkReport,
         {200: ("recorded", Accepted), **WORKER},
+    ),
+    Route(
+        "POST",
+        "/v1/executions/{execution}/credential",
+        workers.credential,
+        "Trade the credential the worker's Pod started with for a new one (once, before the harness runs)",
+        "worker",
+        None,
+        {
+            200: ("the new credential", CredentialExchanged),
+            **DENIED,
+            409: ("not_current, or exchanged: this credential was traded already", "json"),
+            **LARGE,
+            **WORKER_RETRY,
+        },
     ),
     Route(
         "POST",

@@ -67,6 +67,11 @@ class LeaseGranted(BaseModel):
     renewed_at_ms: int
 
 
+class CredentialExchanged(BaseModel):
+    #: The attempt's new worker credential: the one its Pod started with is no longer accepted.
+    token: str
+
+
 class RestoreReport(_In):
     """A worker's restore, for the metrics only: what it got (or that it refused), and how long its boot
     took up to the verified restore. Never part of the recovery rules."""

@@ -325,6 +325,12 @@ class Recovery:
         self._leader()
         return credentials.mint_credential(self._ctx, execution_id)
 
+    def exchange_worker_credential(self, execution_id: str, offered_digest: str) -> str:
+        """The worker's one trade of the credential its Pod started with for a new one (see
+        :func:`.steps.credentials.exchange_credential`)."""
+        self._leader()
+        return credentials.exchange_credential(self._ctx, execution_id, offered_digest)
+
     def check_worker_credential(self, execution_id: str, token: str) -> bool:
         """Constant-time check; False for a fenced attempt (the fence revokes it)."""
         return credentials.check_credential(self._ctx, execution_id, token)

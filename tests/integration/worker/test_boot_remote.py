@@ -99,3 +99,27 @@ def test_remote_restore_without_a_valid_credential_starts_nothing(
         assert len(events(err, "restore_refused")) == 1 and events(err, "restore_verified") == []
         assert "not-the-credential" not in err
         assert events(err, "restore_refused")[0]["reason"] == "forbidden_scope"
+
+
+def test_the_worker_trades_its_pods_credential_before_anything_else(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``credential_exchange`` in its launch record the worker's first call trades the Pod's
+    credential: the restore, its outcome, its captures and its reports all go with the new one, and
+    the Pod's credential (what every other process of the container holds) is refused afterwards."""
+    monkeypatch.setenv("AGENTIHOOKS_CHECKPOINT_REMOTE", "false")
+    (tmp_path / "world").mkdir()
+    with make_world(redis_url, tmp_path / "world") as w:
+        boot, new, _ = replacement_boot(w, tmp_path)
+        launch = json.loads((tmp_path / "launch.json").read_text())
+        launch["credential_exchange"] = True
+        (tmp_path / "launch.json").write_text(json.dumps(launch))
+        pods = w.worker_token(new)
+        assert boot.run() == 0
+        recovery = w.recoveries["swarm-a"]
+        assert recovery.restore_outcomes_by_type["native"] == 1  # reported with the new credential
+        assert len(w.store.list_checkpoints(SCOPE, execution_id=new)) == 2  # captured with it too
+        lease = w.call("POST", f"/v1/executions/{new}/lease", pods, json={})
+        assert lease.status_code == 401  # the Pod's credential matches nothing any more
+        assert harness_runs(tmp_path)[-1]["saw_worker_token"] is False
+        assert pods not in capsys.readouterr().err

@@ -194,6 +194,9 @@ class _Client:
         self.sleep = sleep
         self.notice = notice or NOTICE
 
+    def use_token(self, token: str) -> None:
+        self.headers = {"Authorization": f"Bearer {token}"}
+
     def backoff(self) -> _Backoff:
         return _Backoff(self.retry_seconds, self.retries, self.sleep)
 
@@ -481,6 +484,17 @@ class ControlReporter:
         if watermark is not None:
             body: dict[str, Any] = {"watermark": watermark} | ({"final": True} if final else {})
             self._post("/watermark", body, quick=quick)
+
+    def exchange_credential(self) -> str:
+        """Trade this reporter's credential for a new one (``POST .../credential``, once) and use the new
+        one from now on; returns it. Raises :class:`ControlRefused` when refused."""
+        data = self._post("/credential", {})
+        token = data.get("token")
+        if not isinstance(token, str) or not token:
+            raise StoreError("the controller's answer holds no credential")
+        self._c.use_token(token)
+        self._quick.use_token(token)
+        return token
 
     def renew_lease(self, *, session_id: str | None = None, watermark: int | None = None) -> dict[str, Any]:
         """Renew the attempt's worker lease (``POST .../lease``), with the progress that is due.

@@ -12,9 +12,17 @@ from agentihooks_checkpoint.directive import RestoreOutcome
 from aiohttp import web
 
 from ...recovery import RecoveryRefused
-from ..common import answer, blocking, body_model, state_of, worker_of
+from ..common import answer, blocking, body_model, state_of, token_digest, worker_of
 from ..errors import HttpProblem, fenced
-from ..schemas import Accepted, LeaseGranted, LeaseRenewal, RestoreReport, SessionReport, WatermarkReport
+from ..schemas import (
+    Accepted,
+    CredentialExchanged,
+    LeaseGranted,
+    LeaseRenewal,
+    RestoreReport,
+    SessionReport,
+    WatermarkReport,
+)
 
 
 async def outcome(request: web.Request) -> web.Response:
@@ -68,6 +76,23 @@ async def lease(request: web.Request) -> web.Response:
     return answer(
         LeaseGranted(lease_seconds=ms / 1000 if ms else None, renewed_at_ms=int(got["renewed_at_ms"] or 0))
     )
+
+
+async def credential(request: web.Request) -> web.Response:
+    """Trade the credential the worker's Pod started with for a new one, once, before the harness runs:
+    every process of the container (its init included) was started with the first one, which then
+    matches nothing. The answer holds a secret: never cached, never logged."""
+    execution = request.match_info["execution"]
+    entry, _ = await worker_of(request, execution)
+    try:
+        token = await blocking(entry.recovery.exchange_worker_credential, execution, token_digest(request))
+    except RecoveryRefused as e:
+        if e.reason == "not_current":
+            raise fenced(e.message) from e
+        raise HttpProblem(409, e.reason, e.message) from e
+    response = answer(CredentialExchanged(token=token))
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 async def restore_report(request: web.Request) -> web.Response:

@@ -217,6 +217,7 @@ def build_launch_record(
         store_namespace=ex.store_namespace,
         # only with a control API to renew it through
         worker_lease_seconds=ex.worker_lease_seconds if control_url else None,
+        credential_exchange=control_url is not None,
         capture=CapturePolicy(
             mode=spec.capture.mode,
             floor_seconds=spec.capture.floor_seconds,

@@ -26,6 +26,22 @@ def mint_credential(ctx: Ctx, execution_id: str) -> str:
     return token
 
 
+def exchange_credential(ctx: Ctx, execution_id: str, offered_digest: str) -> str:
+    """The attempt's credential replaced by a new one, only while ``offered_digest`` (the caller's,
+    checked in constant time before) is the stored one: the credential the Pod was started with
+    trades once; afterwards it matches nothing. Returns the new token (only its sha256 is stored)."""
+    check_execution(execution_id)
+    token, digest = mint()
+    answer = ctx.w.run(
+        "exchange", {"execution_id": execution_id, "offered": offered_digest, "cred_hash": digest}
+    )
+    if not answer["ok"]:
+        if answer.get("refused") == "not_bootstrap":
+            raise RecoveryRefused("this credential was already exchanged", reason="exchanged")
+        raise RecoveryRefused("this attempt is not the seat's current attempt", reason="not_current")
+    return token
+
+
 def check_credential(ctx: Ctx, execution_id: str, token: str) -> bool:
     """True only for the attempt's live credential; every failure looks the same to the caller."""
     if not isinstance(token, str) or not token:

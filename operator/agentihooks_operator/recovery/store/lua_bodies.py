@@ -197,6 +197,16 @@ end
 return done({})
 """
 
+# A worker trades the credential its Pod was started with for one only it knows (once: the first
+# credential then matches nothing, so whoever else read it from the Pod's environment holds nothing).
+EXCHANGE = r"""
+if not current(P.execution_id) then return refuse('not_current') end
+local stored = redis.call('HGET', K['worker-credentials'], P.execution_id)
+if stored ~= P.offered then return refuse('not_bootstrap') end
+redis.call('HSET', K['worker-credentials'], P.execution_id, P.cred_hash)
+return done({})
+"""
+
 HEARTBEAT = r"""
 local id = P.execution_id
 local a = current(id)
@@ -278,6 +288,7 @@ BODIES = {
     "decide": DECIDE,
     "outcome": OUTCOME,
     "credential": CREDENTIAL,
+    "exchange": EXCHANGE,
     "heartbeat": HEARTBEAT,
     "confirm_stopped": CONFIRM_STOPPED,
     "pause": PAUSE,
