@@ -32,9 +32,11 @@ def exchange_credential(ctx: Ctx, execution_id: str, offered_digest: str) -> str
     trades once; afterwards it matches nothing. Returns the new token (only its sha256 is stored)."""
     check_execution(execution_id)
     token, digest = mint()
+    ctx.point("before:exchange")
     answer = ctx.w.run(
         "exchange", {"execution_id": execution_id, "offered": offered_digest, "cred_hash": digest}
     )
+    ctx.point("after:exchange")
     if not answer["ok"]:
         if answer.get("refused") == "not_bootstrap":
             raise RecoveryRefused("this credential was already exchanged", reason="exchanged")
