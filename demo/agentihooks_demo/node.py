@@ -151,11 +151,19 @@ class RealKubelet:
 
     async def _heartbeat(self, name: str) -> None:
         beats = 0
+        loop = asyncio.get_running_loop()
+        renewed = loop.time()
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 await self._renew(name)
                 beats += 1
-                if beats % 10 == 0:  # the Ready condition's heartbeat, less often than the Lease
+                # The Ready condition's heartbeat, less often than the Lease; and at once after a gap
+                # (the API server was away, or this loop was held up): the node lifecycle controller
+                # may have marked the node Unknown meanwhile, and a kubelet that reaches it again
+                # says Ready straight away rather than up to ten beats later.
+                late = loop.time() - renewed > 3 * self.renew_seconds
+                renewed = loop.time()
+                if beats % 10 == 0 or late:
                     await self._post_ready(name)
             await asyncio.sleep(self.renew_seconds)
 

@@ -72,7 +72,9 @@ from .nemesis import Links, Nemesis, Replica
 NODES = ("chaos-node-0", "chaos-node-1")
 #: Each seat's worker lease (the smallest a Swarm accepts), and how soon a NotReady node is node_lost.
 WORKER_LEASE_S = 15
-NODE_LOST_AFTER_S = 2
+#: Longer than the blips a loaded machine gives a simulated kubelet (a heartbeat held up a few seconds
+#: while the API server restarts), shorter than a real cut (8-45 s): 2 s fenced Pods of healthy nodes.
+NODE_LOST_AFTER_S = 5
 LEASE_MS = 2000
 #: Replica i runs under group id REPLICA_GID + i (its uid stays root): the redirects pick its
 #: connections by that id.
@@ -399,9 +401,11 @@ class Campaign:
 
     async def _start_pod(self, kubelet: RealKubelet, pod: dict[str, Any]) -> None:
         name = pod["metadata"]["name"]
-        live = sorted(set(NODES) - self.cut_nodes)
-        node = (pod.get("spec") or {}).get("nodeName") or self.world_rng.choice(live)
         try:
+            node = (pod.get("spec") or {}).get("nodeName") or await self._schedulable()
+            if node is None:
+                return  # no node takes Pods now: it stays Pending, as with a scheduler
+
             await asyncio.wait_for(kubelet.set_status(name, kl.running(), node_name=node), 30)
             if self.s.agents and name not in self.agents:
                 await self._start_agent(pod, node)
@@ -409,6 +413,21 @@ class Campaign:
             pass  # deleted meanwhile, or the API server was down: the next look tries again
         finally:
             self._busy.discard(name)
+
+    async def _schedulable(self) -> str | None:
+        """A node the scheduler would bind to: not cut off, Ready, with no NoSchedule or NoExecute
+        taint (the node lifecycle controller's ``unreachable``/``not-ready`` taints); ``None``: none."""
+        fit = []
+        for node in sorted(set(NODES) - self.cut_nodes):
+            got = await self.cluster.get(f"/api/v1/nodes/{node}")
+            if got is None:
+                continue
+            conditions = (got.get("status") or {}).get("conditions") or []
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+            taints = (got.get("spec") or {}).get("taints") or []
+            if ready and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints):
+                fit.append(node)
+        return self.world_rng.choice(fit) if fit else None
 
     # -- the seats' agents (:mod:`.agents`) --------------------------------------------------------
     async def _start_agent(self, pod: dict[str, Any], node: str) -> None:
