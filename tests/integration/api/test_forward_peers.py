@@ -12,6 +12,7 @@ no caller credential.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from agentihooks_operator.api.access.peers import PodPeers
@@ -30,8 +31,11 @@ LABELS = {"app.kubernetes.io/name": "agentihooks-recovery", "app.kubernetes.io/c
 HOST = "127.0.0.9"
 
 
-async def put_pod(cluster: Any, name: str, labels: dict[str, str], ip: str | None) -> None:
-    """(Re)create Pod ``name`` with ``labels`` and, as its kubelet would report it, ``ip``."""
+async def put_pod(
+    cluster: Any, name: str, labels: dict[str, str], ip: str | None, port: int | None = None
+) -> None:
+    """(Re)create Pod ``name`` with ``labels`` and, as its kubelet would report it, ``ip``; ``port``:
+    its control API port (a container port named ``http``, as the chart declares it)."""
     pods = f"/api/v1/namespaces/{cluster.namespace}/pods"
     await cluster.http.delete(f"{pods}/{name}", params={"gracePeriodSeconds": "0"})
     for _ in range(100):
@@ -48,6 +52,7 @@ async def put_pod(cluster: Any, name: str, labels: dict[str, str], ip: str | Non
                 {
                     "name": "operator",
                     "image": "agentihooks/operator:test",
+                    **({"ports": [{"name": "http", "containerPort": port}]} if port else {}),
                     "securityContext": {
                         "allowPrivilegeEscalation": False,
                         "capabilities": {"drop": ["ALL"]},
@@ -70,7 +75,7 @@ async def put_pod(cluster: Any, name: str, labels: dict[str, str], ip: str | Non
 
 @pytest.mark.parametrize(
     "pod",
-    ["none", "another ip", "not an operator pod", "another replica's ip"],
+    ["none", "another ip", "not an operator pod", "another replica's ip", "another port"],
 )
 async def test_an_address_no_operator_pod_of_the_holder_has_is_never_contacted(
     world: World, redis_url: str, real_cluster: Any, pod: str
@@ -86,6 +91,8 @@ async def test_an_address_no_operator_pod_of_the_holder_has_is_never_contacted(
     kube = real_cluster.operator_client()
     peers = PodPeers(lambda: kube, real_cluster.namespace, LABELS)
     with capturing_holder(HOST) as (url, seen), second_replica(world, redis_url, peers=peers) as b:
+        if pod == "another port":  # the holder's own Pod and IP, but not its control API's port
+            await put_pod(real_cluster, "ctl-a", LABELS, HOST, port=urlsplit(url).port + 1)
         advertise(world, url)
         assert_not_leader(b.call("POST", RELAUNCH, world.tokens["operator"], {}))
         assert seen == []
@@ -101,7 +108,7 @@ async def test_the_holders_own_pod_address_is_contacted_without_the_callers_cred
     with capturing_holder(HOST) as (url, seen), second_replica(world, redis_url, peers=peers) as b:
         advertise(world, url)
         assert_not_leader(b.call("POST", RELAUNCH, operator, {}))  # no Pod yet
-        await put_pod(real_cluster, "ctl-a", LABELS, HOST)
+        await put_pod(real_cluster, "ctl-a", LABELS, HOST, port=urlsplit(url).port)
         answer = b.call("POST", RELAUNCH, operator, {})
         assert answer.status_code == 418, answer.text  # the stand-in's answer, passed back
         assert len(seen) == 1

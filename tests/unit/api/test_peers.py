@@ -15,8 +15,22 @@ LABELS = {"app": "op", "component": "operator"}
 def pod(ip: str = "10.0.0.5", labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": "op-1", "labels": LABELS if labels is None else labels, **meta},
+        "spec": {"containers": [{"name": "operator", "ports": [
+            {"name": "http", "containerPort": 8080}, {"name": "health", "containerPort": 8081},
+        ]}]},
         "status": {"podIP": ip, "podIPs": [{"ip": ip}, {"ip": "fd00::5"}]},
-    }
+    }  # fmt: skip
+
+
+def test_only_the_pods_declared_control_api_port_is_contacted() -> None:
+    kube = Kube(pod())
+    peers = PodPeers(lambda: kube, "ops", LABELS)
+    assert peers.allowed("op-1", "http://10.0.0.5:8080")
+    assert not peers.allowed("op-1", "http://10.0.0.5:8081")  # the same Pod's health port
+    assert not peers.allowed("op-1", "http://10.0.0.5:9999")  # a port it does not declare
+    assert not peers.allowed("op-1", "http://10.0.0.5")  # port 80: not declared either
+    assert not peers.allowed("op-1", "http://10.0.0.5:99999")  # no port at all
+    assert pod_serves(pod(), "10.0.0.5", LABELS, 8080) and not pod_serves(pod(), "10.0.0.5", LABELS, 8081)
 
 
 def test_a_pod_serves_only_its_own_ips_when_it_carries_every_label_and_is_not_going() -> None:

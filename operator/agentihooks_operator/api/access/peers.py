@@ -11,9 +11,12 @@ server, not Redis, whether the address belongs to that holder.
   ``AGENTIHOOKS_OPERATOR_POD_SELECTOR``): the holder's id is its Pod's name
   (``AGENTIHOOKS_OPERATOR_ID`` comes from ``metadata.name``). The address is
   accepted only when that Pod exists in the operator's namespace, carries
-  every selector label, is not being deleted, and lists the address's IP in
-  ``status.podIPs``. One ``get pods`` per holder and address; a yes is reused
-  for ``ttl`` seconds, a no is asked again at the next request.
+  every selector label, is not being deleted, lists the address's IP in
+  ``status.podIPs``, and declares the address's port as its control API port
+  (a container port named ``http``, as the chart's Deployment does): the same
+  Pod's other ports (its health port, a sidecar's) are never contacted. One
+  ``get pods`` per holder and address; a yes is reused for ``ttl`` seconds, a
+  no is asked again at the next request.
 - **Outside a cluster** (neither set: replicas run as local processes):
   only loopback addresses are accepted.
 
@@ -55,9 +58,37 @@ class LoopbackPeers:
         return ip is not None and ip.is_loopback
 
 
-def pod_serves(pod: Mapping[str, Any] | None, ip: str, labels: Mapping[str, str]) -> bool:
-    """Whether ``pod`` is a live operator Pod (every label of ``labels``) listing ``ip`` as its own."""
+#: The name of the operator container's control API port (the chart's Deployment).
+CONTROL_PORT_NAME = "http"
+
+
+def address_port(url: str) -> int | None:
+    """The URL's port (the scheme's default when none is written); ``None`` for a malformed one."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return port if port is not None else {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def declares_port(pod: Mapping[str, Any], port: int) -> bool:
+    """Whether one of the Pod's containers declares ``port`` as its control API port."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for p in container.get("ports") or []:
+            if p.get("name") == CONTROL_PORT_NAME and p.get("containerPort") == port:
+                return True
+    return False
+
+
+def pod_serves(
+    pod: Mapping[str, Any] | None, ip: str, labels: Mapping[str, str], port: int | None = None
+) -> bool:
+    """Whether ``pod`` is a live operator Pod (every label of ``labels``) listing ``ip`` as its own,
+    and (with ``port``) declaring that port as its control API's."""
     if not pod:
+        return False
+    if port is not None and not declares_port(pod, port):
         return False
     meta = pod.get("metadata") or {}
     if meta.get("deletionTimestamp"):
@@ -105,10 +136,10 @@ class PodPeers:
         self._known: dict[tuple[str, str], float] = {}
 
     def allowed(self, operator_id: str, url: str) -> bool:
-        ip = address_ip(url)
-        if ip is None or not operator_id:
+        ip, port = address_ip(url), address_port(url)
+        if ip is None or port is None or not operator_id:
             return False
-        key = (operator_id, str(ip))
+        key = (operator_id, f"{ip}:{port}")
         now = self._clock()
         with self._lock:
             if self._known.get(key, float("-inf")) > now:
@@ -117,7 +148,7 @@ class PodPeers:
             pod = self.kube().get("pods", self.namespace, operator_id)
         except (ApiError, OSError, ValueError):
             return False  # the API server cannot say: no one is contacted
-        if not pod_serves(pod, str(ip), self.labels):
+        if not pod_serves(pod, str(ip), self.labels, port):
             with self._lock:
                 self._known.pop(key, None)
             return False
