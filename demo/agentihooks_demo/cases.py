@@ -125,6 +125,10 @@ class CaseRunner:
             "A checkpoint object whose bytes changed",
             {"refusal": "corrupt_object", "replacements_admitted": 1},
         )
+        # The controller hashes a checkpoint before it offers it and notices a stored object that
+        # changed since, so the damage is done after it admitted the replacement and before that
+        # replacement's container starts: the worker's own verification is what this case shows.
+        gate = self.w.kubelet.gate("corrupt", 2)
         first, _ = await self.captured("corrupt")
         await self.w.kubelet.oom_kill(first, report=False)  # no more captures from here on
         newest = max(
@@ -138,12 +142,14 @@ class CaseRunner:
         data, doc = self.manifest("corrupt", newest["checkpoint_id"])
         digest = doc["artifact_hashes"]["transcript"].split(":", 1)[1]
         obj = self.scope_dir("corrupt") / "objects" / "sha256" / digest
+        await self.w.kubelet.report_exit(first)
+        await self.w.run_of("corrupt", 2, started=False)  # admitted, held before it starts
         body = bytearray(obj.read_bytes())
         body[len(body) // 2] ^= 0x01  # same size, one bit different
         obj.write_bytes(bytes(body))
         case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
         case.add_input("transcript object after one bit was flipped", bytes(body), recorded_sha256=digest)
-        await self.w.kubelet.report_exit(first)
+        gate.set()
         await self.outcome("corrupt", case)
         return case
 

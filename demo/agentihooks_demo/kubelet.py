@@ -56,6 +56,8 @@ class PodRun:
     reported: bool = False
     deleted: bool = False
     stopping: asyncio.Future[None] | None = None
+    #: A held start (see ``SimulatedKubelet.gate``), while it waits.
+    waiting: asyncio.Future[None] | None = None
 
     @property
     def log(self) -> Path:
@@ -144,6 +146,8 @@ class SimulatedKubelet:
     plan: Plan = field(default=lambda run: {})
     say: Callable[[str], None] = print
     pods: dict[str, PodRun] = field(default_factory=dict)
+    #: (seat, generation) whose container starts only once its event is set (:meth:`gate`).
+    gates: dict[tuple[str, int], asyncio.Event] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.http = self.api.http
@@ -229,6 +233,24 @@ class SimulatedKubelet:
         )
         self.pods[run.name] = run
         run.dir.mkdir(parents=True, exist_ok=True)
+        gate = self.gates.get((run.seat, run.generation))
+        if gate is not None and not gate.is_set():
+            self.say(f"[kubelet] {run.seat} gen {run.generation}: Pod {run.name} waits before it starts")
+            run.waiting = asyncio.ensure_future(self._start_when(gate, run, pod))
+            return
+        await self._start(run, pod)
+
+    def gate(self, seat: str, generation: int) -> asyncio.Event:
+        """Hold that seat's generation before its container starts, until the event is set (a case
+        changes what the replacement will find, after the controller admitted it)."""
+        return self.gates.setdefault((seat, generation), asyncio.Event())
+
+    async def _start_when(self, gate: asyncio.Event, run: PodRun, pod: dict[str, Any]) -> None:
+        await gate.wait()
+        if not run.deleted:
+            await self._start(run, pod)
+
+    async def _start(self, run: PodRun, pod: dict[str, Any]) -> None:
         instruction = self.plan(run)
         if instruction == "hold":
             self.say(f"[kubelet] {run.seat} gen {run.generation}: Pod {run.name} stays Pending")
