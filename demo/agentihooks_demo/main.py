@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     say(f"work folder: {workdir}")
     procs = Processes()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # A process started in the background by a shell without job control (a CI script's `cmd &`,
+    # nohup) inherits SIGINT ignored, and Python then leaves it ignored: Ctrl-C (or `kill -INT`)
+    # would never stop the demo. It always stops on SIGINT (two clean-clone CI runs hung on it).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     code = 1
     try:
         preflight()
