@@ -132,14 +132,17 @@ def _terminated(pod: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _worker_process() -> Path | None:
-    """The /proc folder of the replacement's ``agentihooks-worker boot`` (the first attempt's is gone)."""
+    """The /proc folder of the replacement's ``agentihooks-worker boot`` (the first attempt's is gone):
+    one in a container of the real node (its cgroup under ``kubepods``), never a worker another test
+    left running on this machine as a plain process."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             worker = any(a.endswith(b"agentihooks-worker") for a in argv) and b"boot" in argv
-            if worker and b"AGENTIHOOKS_LAUNCH_RECORD=" in (proc / "environ").read_bytes():
+            in_pod = b"kubepods" in (proc / "cgroup").read_bytes()
+            if worker and in_pod and b"AGENTIHOOKS_LAUNCH_RECORD=" in (proc / "environ").read_bytes():
                 return proc
         except OSError:
             continue
