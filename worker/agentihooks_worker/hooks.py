@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import WorkerError
-from .onboarding import _atomic_write
+from .onboarding import _atomic_write, load_object
 
 SIGNAL_ENV = "AGENTIHOOKS_CAPTURE_SIGNAL"
 #: What each hook runs: one byte appended to the signal file; never an error for the harness.
@@ -35,17 +35,7 @@ class HookSettingsError(WorkerError):
 
 def add_capture_hooks(settings_file: Path) -> dict[str, Any]:
     """Merge the capture hooks into ``settings_file`` (created 0600 when absent); return the result."""
-    data: dict[str, Any] = {}
-    mode = 0o600
-    if settings_file.exists():
-        try:
-            loaded = json.loads(settings_file.read_bytes())
-        except ValueError as e:
-            raise HookSettingsError(f"{settings_file.name} is not JSON; leaving it as it is") from e
-        if not isinstance(loaded, dict):
-            raise HookSettingsError(f"{settings_file.name} does not hold a JSON object; leaving it as it is")
-        data = loaded
-        mode = settings_file.stat().st_mode & 0o777
+    data, mode = load_object(settings_file, HookSettingsError)
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise HookSettingsError(f"{settings_file.name}: 'hooks' is not an object; leaving it as it is")

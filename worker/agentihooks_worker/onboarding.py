@@ -24,17 +24,7 @@ class OnboardingError(WorkerError):
 
 def mark_onboarded(config_file: Path, cwd: Path) -> dict[str, Any]:
     """Set ``hasCompletedOnboarding`` and the worktree's ``hasTrustDialogAccepted``; return the result."""
-    data: dict[str, Any] = {}
-    mode = 0o600
-    if config_file.exists():
-        try:
-            loaded = json.loads(config_file.read_bytes())
-        except ValueError as e:
-            raise OnboardingError(f"{config_file.name} is not JSON; leaving it as it is") from e
-        if not isinstance(loaded, dict):
-            raise OnboardingError(f"{config_file.name} does not hold a JSON object; leaving it as it is")
-        data = loaded
-        mode = config_file.stat().st_mode & 0o777
+    data, mode = load_object(config_file, OnboardingError)
     projects = data.get("projects")
     if projects is None:
         projects = data["projects"] = {}
@@ -50,6 +40,20 @@ def mark_onboarded(config_file: Path, cwd: Path) -> dict[str, Any]:
     project["hasTrustDialogAccepted"] = True
     _atomic_write(config_file, json.dumps(data, indent=2).encode() + b"\n", mode)
     return data
+
+
+def load_object(path: Path, error: type[WorkerError]) -> tuple[dict[str, Any], int]:
+    """A harness settings file's JSON object and mode (absent: empty, 0600); ``error`` when the file is
+    not a JSON object (it is then left as it is)."""
+    if not path.exists():
+        return {}, 0o600
+    try:
+        loaded = json.loads(path.read_bytes())
+    except ValueError as e:
+        raise error(f"{path.name} is not JSON; leaving it as it is") from e
+    if not isinstance(loaded, dict):
+        raise error(f"{path.name} does not hold a JSON object; leaving it as it is")
+    return loaded, path.stat().st_mode & 0o777
 
 
 def _atomic_write(path: Path, data: bytes, mode: int) -> None:

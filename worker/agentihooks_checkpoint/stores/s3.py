@@ -90,16 +90,22 @@ class S3Store(CheckpointStore):
         finally:
             body.close()
 
-    def identity(self, scope: StoreScope, key: str) -> str | None:
-        """The object's ETag, version id and last-modified time (a HEAD): any overwrite changes them."""
+    def _head(self, scope: StoreScope, key: str) -> dict[str, Any] | None:
+        """The object's HEAD answer, or ``None`` when it is absent."""
         try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))
+            return dict(self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key)))
         except ClientError as e:
             if _code(e) in _MISSING:
                 return None
             raise _failed(e, "object cannot be inspected") from e
         except BotoCoreError as e:
             raise _failed(e, "object cannot be inspected") from e
+
+    def identity(self, scope: StoreScope, key: str) -> str | None:
+        """The object's ETag, version id and last-modified time (a HEAD): any overwrite changes them."""
+        head = self._head(scope, key)
+        if head is None:
+            return None
         modified = head.get("LastModified")
         return f"{head.get('ETag')}|{head.get('VersionId', '')}|{modified.isoformat() if modified else ''}"
 
@@ -110,27 +116,12 @@ class S3Store(CheckpointStore):
             raise _failed(e, "object cannot be deleted") from e
 
     def modified_at(self, scope: StoreScope, key: str) -> float | None:
-        try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))
-        except ClientError as e:
-            if _code(e) in _MISSING:
-                return None
-            raise _failed(e, "object cannot be inspected") from e
-        except BotoCoreError as e:
-            raise _failed(e, "object cannot be inspected") from e
-        return float(head["LastModified"].timestamp())
+        head = self._head(scope, key)
+        return None if head is None else float(head["LastModified"].timestamp())
 
     def size_of(self, scope: StoreScope, key: str) -> int | None:
-        try:
-            return int(
-                self.client.head_object(Bucket=self.bucket, Key=self._key(scope, key))["ContentLength"]
-            )
-        except ClientError as e:
-            if _code(e) in _MISSING:
-                return None
-            raise _failed(e, "object cannot be inspected") from e
-        except BotoCoreError as e:
-            raise _failed(e, "object cannot be inspected") from e
+        head = self._head(scope, key)
+        return None if head is None else int(head["ContentLength"])
 
     def write_file(self, scope: StoreScope, key: str, path: Path) -> None:
         try:
