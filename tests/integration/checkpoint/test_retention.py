@@ -13,13 +13,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import boto3
 import pytest
 from agentihooks_checkpoint.checks import check_content
 from agentihooks_checkpoint.layout import object_key
 from agentihooks_checkpoint.retention import OBJECTS, RetentionRule, collect
 from agentihooks_checkpoint.scope import StoreScope
-from agentihooks_checkpoint.stores import LocalStore, S3Store
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_checkpoint.validator import Validator
 from testsupport.checkpoints import BuiltCheckpoint, build_checkpoint
@@ -29,13 +27,9 @@ LATER = 2 * 3600.0  # the run happens two hours after the captures
 RULE = RetentionRule(keep_newest=2, keep_younger_s=3600, grace_s=3600)
 
 
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
-    if request.param == "local":
-        return LocalStore(tmp_path / "store")
-    endpoint = request.getfixturevalue("s3_endpoint")
-    bucket = request.getfixturevalue("s3_bucket")
-    return S3Store(bucket, boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
+@pytest.fixture
+def store(any_store: CheckpointStore) -> CheckpointStore:
+    return any_store
 
 
 def captures(store: CheckpointStore, tmp_path: Path) -> tuple[list[BuiltCheckpoint], list[BuiltCheckpoint]]:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import boto3
 import pytest
 from agentihooks_checkpoint.catalog import CheckpointSummary
 from agentihooks_checkpoint.checks import check_content
 from agentihooks_checkpoint.layout import object_key
 from agentihooks_checkpoint.scope import StoreScope
-from agentihooks_checkpoint.stores import LocalStore, S3Store
 from agentihooks_checkpoint.stores.base import CheckpointStore
 from agentihooks_operator.recovery.verified import Verifications
 from testsupport.checkpoints import build_checkpoint
@@ -25,13 +23,9 @@ from testsupport.checkpoints import build_checkpoint
 SCOPE = StoreScope(swarm="example", task_id="task-1", task_generation=1)
 
 
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointStore:
-    if request.param == "local":
-        return LocalStore(tmp_path / "store")
-    endpoint = request.getfixturevalue("s3_endpoint")
-    bucket = request.getfixturevalue("s3_bucket")
-    return S3Store(bucket, boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1"))
+@pytest.fixture
+def store(any_store: CheckpointStore) -> CheckpointStore:
+    return any_store
 
 
 def overwrite_same_size(store: CheckpointStore, key: str, tmp_path: Path) -> None:
