@@ -47,9 +47,12 @@ int main(void) {
 PROBE_SH = """\
 # PROBE_MODE (the Pod template's env) says how generation 1 ends; later generations wait until stopped.
 # oom: grow past the memory limit (the kernel kills it); exit: exit 3; wait: run until stopped.
+# On cgroup v1 the kernel kills only dd; the shell lives on a moment, as a worker whose harness was
+# killed does (its final capture), so containerd's OOM event is in before the container's exit: an
+# exit right after dd's raced it, and the kubelet then reported "Error", not "OOMKilled".
 if /bin/busybox grep -q '"generation":1,' "$AGENTIHOOKS_LAUNCH_RECORD"; then
   case "${PROBE_MODE:-oom}" in
-    oom) /bin/busybox dd if=/dev/zero of=/dev/null bs=512M count=1; exit 4 ;;
+    oom) /bin/busybox dd if=/dev/zero of=/dev/null bs=512M count=1; /bin/busybox sleep 2; exit 4 ;;
     exit) exit 3 ;;
   esac
 fi

@@ -66,7 +66,7 @@ from ..redis_sentinel import MASTER, RedisSentinelProcesses
 from .agents import SeatAgent, credential, requests
 from .checker import Violation, check
 from .history import Entry, Fault, Final, Heal, Lease, Op, Pod, Release, Request, SeatState, Write, dump
-from .nemesis import Links, Nemesis, Replica
+from .nemesis import HealError, Links, Nemesis, Replica
 
 #: Two simulated nodes: while one is cut off, replacements run on the other.
 NODES = ("chaos-node-0", "chaos-node-1")
@@ -136,6 +136,8 @@ class Report:
     unreplaced: int = 0
     #: Seconds from the heal until every seat was live or waiting for a decision.
     settled_after_heal: float | None = None
+    #: Seconds the heal took once the last fault ended (the Redis set whole again among it).
+    heal_s: float | None = None
     #: Why no network fault could be injected (``None``: they were among the kinds).
     network_off: str | None = None
     #: Model requests the seats' agents sent, and how many attempts sent them.
@@ -213,6 +215,7 @@ class Campaign:
         #: Each seat failure the world injected: (time, Pod name, reason).
         self.failed: list[tuple[float, str, str]] = []
         self.settled_after_heal: float | None = None
+        self.heal_s: float | None = None
         #: The campaign's own errors (not the product's): printed with the report.
         self.errors: list[str] = []
         #: The replicas' proxied links (``None``: no network faults; ``network_off`` says why).
@@ -332,10 +335,16 @@ class Campaign:
             partitions = asyncio.create_task(self._partitions())
             await nemesis.run(self.until)
             await partitions  # each ends by itself, and heals what it cut
-            await nemesis.heal()
-            self.add(Heal(t=self.now(), kind="heal"))
-            self.settled_after_heal = await self._settle(self.s.liveness_bound_s)
-            await self._final()
+            healing = loop.time()
+            try:
+                await nemesis.heal()
+            except HealError as e:
+                self.errors.append(str(e))  # liveness cannot be judged: no heal entry, no final state
+            else:
+                self.heal_s = loop.time() - healing
+                self.add(Heal(t=self.now(), kind="heal"))
+                self.settled_after_heal = await self._settle(self.s.liveness_bound_s)
+                await self._final()
         finally:
             stop.set()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -696,7 +705,7 @@ class Campaign:
         return out
 
     async def _final(self) -> None:
-        pods = await self.cluster.pods()
+        pods = await self.cluster.items("pods")  # those being deleted too (never live; the report names them)
         states = await self._final_states(pods)
         for swarm in self.names:
             fences, decided, seats = states[swarm]
@@ -738,14 +747,17 @@ class Campaign:
         seats = {}
         for j in range(self.s.seats):
             seat = f"s{j}"
-            mine = [p for p in pods if _labels(p).get("swarm") == swarm and _seat(p) == seat]
+            seen = [p for p in pods if _labels(p).get("swarm") == swarm and _seat(p) == seat]
+            mine = [p for p in seen if "deletionTimestamp" not in p["metadata"]]
             live = next((_labels(p)["execution-id"] for p in mine if _live(p)), None)
             newest = max((int(_labels(p)["generation"]) for p in mine), default=0)
             waiting = any(
                 f["seat"] == seat and f["generation"] >= newest and decided.get(e, {}).get("mode") in
                 (None, "recovery_pending") for e, f in fences.items()
             )  # fmt: skip
-            seats[seat] = SeatState(live=live, pending_decision=waiting)
+            seats[seat] = SeatState(
+                live=live, pending_decision=waiting, seen=_seen(seen, fences, decided, seat)
+            )
         return fences, decided, seats
 
     async def _settle(self, bound: float) -> float | None:
@@ -757,7 +769,7 @@ class Campaign:
         while loop.time() - start < bound:
             if settled is None:
                 with contextlib.suppress(httpx.HTTPError, redis.RedisError):
-                    pods = await self.cluster.pods()
+                    pods = await self.cluster.items("pods")
                     client = self.sentinel.master_for(MASTER, socket_timeout=1)
                     states = [await asyncio.to_thread(self._states, n, pods, client) for n in self.names]
                     if all(s.live or s.pending_decision for _, _, seats in states for s in seats.values()):
@@ -824,6 +836,7 @@ class Campaign:
         report.skipped = self.nemesis.skipped
         report.network_off = self.network_off
         report.settled_after_heal = self.settled_after_heal
+        report.heal_s = self.heal_s
         sent = [e for e in self.entries if isinstance(e, Request)]
         report.requests, report.speakers = len(sent), len({e.attempt for e in sent})
         self._recoveries(report)
@@ -883,6 +896,30 @@ def _seat(pod: dict[str, Any]) -> str:
     return str((pod["metadata"].get("annotations") or {}).get(LABEL + "seat", ""))
 
 
+def _seen(pods: list[dict[str, Any]], fences: dict[str, Any], decided: dict[str, Any], seat: str) -> str:
+    """The seat's newest Pods and fences in a few words, for a liveness violation's report."""
+    out = []
+    for p in sorted(pods, key=lambda p: int(_labels(p).get("generation") or 0))[-2:]:
+        status = p.get("status") or {}
+        term = next(
+            (
+                c["state"]["terminated"]
+                for c in status.get("containerStatuses") or []
+                if "terminated" in c.get("state", {})
+            ),
+            None,
+        )
+        ended = f" {term.get('reason')} {term.get('exitCode')}" if term else ""
+        deleting = " deleting" if p["metadata"].get("deletionTimestamp") else ""
+        gen, node = _labels(p).get("generation"), p["spec"].get("nodeName")
+        out.append(f"pod gen {gen} {status.get('phase')}{ended}{deleting} on {node}")
+    mine = sorted((f["generation"], e, f) for e, f in fences.items() if f.get("seat") == seat)
+    for gen, e, f in mine[-2:]:
+        mode = (decided.get(e) or {}).get("mode")
+        out.append(f"fence gen {gen} {f.get('reason')} decided {mode}")
+    return "; ".join(out) or "nothing"
+
+
 def _live(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in (None, "Pending", "Running")
 
@@ -903,6 +940,7 @@ def summary(report: Report) -> str:
         _recovery("recovery (master decides)", report.recovery_decided),
         f"failures not replaced by the end: {report.unreplaced}",
         f"model requests: {report.requests} from {report.speakers} attempts",
+        "the heal took " + _seconds(report.heal_s),
         "every seat live or waiting after the heal: "
         + (
             f"{report.settled_after_heal:.1f} s"

@@ -271,6 +271,7 @@ def liveness(entries: Sequence[Entry], bound_s: float) -> list[Violation]:
         for seat, state in sorted(final.seats.items()):
             if state.live is None and not state.pending_decision:
                 detail = f"no live attempt and no pending decision {bound_s:.0f} s after the faults healed"
+                detail += f" (seen: {state.seen})" if state.seen else ""
                 out.append(Violation("liveness", final.swarm, seat, None, final, healed, detail))
     return out
 

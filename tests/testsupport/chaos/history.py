@@ -123,6 +123,8 @@ class SeatState(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     live: str | None = None
     pending_decision: bool = False
+    #: What the observer saw of the seat (its Pods and fences), printed with a liveness violation.
+    seen: str = ""
 
 
 class Final(_Entry):

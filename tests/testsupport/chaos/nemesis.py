@@ -271,7 +271,7 @@ class Nemesis:
         await self._until(lambda: _synced(server.port))
 
     @staticmethod
-    async def _until(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    async def _until(check: Callable[[], bool], timeout: float = 60.0) -> bool:
         """Until ``check`` holds. Redis faults never overlap, and each ends only once its server is in
         sync again: a Sentinel set with two replicas survives one failure at a time, and a replica
         promoted in the middle of its full resynchronisation would come up empty (Redis's own hazard,
@@ -281,8 +281,9 @@ class Nemesis:
         while loop.time() < deadline:
             with contextlib.suppress(Exception):
                 if await asyncio.to_thread(check):
-                    return
+                    return True
             await asyncio.sleep(0.2)
+        return False
 
     async def _clock_skew(self, name: str) -> None:
         replica = self._replica(name)
@@ -352,10 +353,34 @@ class Nemesis:
         self.broker.mode = "normal"
         if self.links is not None:
             await asyncio.to_thread(self.links.heal_all)
-        # The heal ends once every Sentinel names one primary that answers as one (as before each Redis
-        # fault): a failover still unsettled would fail the campaign's own final reads
-        # (MasterNotFoundError), which says nothing of the product and hides what the checker would find.
-        await self._until(lambda: self._agreed() is not None, timeout=120.0)
+        # The heal ends once the Redis set is whole again: every Sentinel names one primary that answers
+        # as one, and every other server is its replica, linked and loaded (as after each Redis fault).
+        # Before, a failover still unsettled failed the campaign's own final reads, and a primary with
+        # no replica yet refuses the product's writes (it waits for one, ``not_replicated``): liveness
+        # is judged from a heal, not from the middle of Redis's own recovery.
+        if not await self._until(self._whole, timeout=180.0):
+            raise HealError(f"the Redis set was not whole 180 s after the heal: {self._roles()}")
+
+    def _whole(self) -> bool:
+        primary = self._agreed()
+        return primary is not None and all(_synced(s.port) for s in self._servers() if s.port != primary)
+
+    def _roles(self) -> str:
+        """Each Redis server's replication role and link, and whom each Sentinel names, for a report."""
+        out = []
+        for server in self._servers():
+            try:
+                with redis_py.Redis(port=server.port, socket_timeout=1) as c:
+                    info = c.info("replication")
+                role, link = info.get("role"), info.get("master_link_status", "-")
+                out.append(f"{server.port} {role} link {link} replicas {info.get('connected_slaves', 0)}")
+            except Exception as e:
+                out.append(f"{server.port} {type(e).__name__}")
+        return "; ".join(out) + f"; Sentinels name {self.redis.primaries()}"
+
+
+class HealError(RuntimeError):
+    """The faults were healed, but a part the campaign hurt did not come back whole."""
 
 
 class Links:
