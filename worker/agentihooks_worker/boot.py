@@ -314,8 +314,11 @@ class Boot:
                     )
                 )
                 return code
+        argv = ctx.restored.argv
+        if self.capture_policy.continuous:
+            argv = ctx.harness.with_capture_hook(argv, ctx.layout.harness_home)
         sup = Supervisor(
-            ctx.restored.argv,
+            argv,
             env=ctx.env,
             cwd=ctx.layout.worktree,
             stdin_file=ctx.restored.stdin,

@@ -6,9 +6,9 @@ periodic fallback) and any of them set in the Pod's environment wins over the
 launch record (an operator's override through the Pod template). In
 ``continuous`` mode the worker makes a signal file for the harness's hooks
 (0600, in the attempt's ``run`` folder), names it in the harness's environment
-and merges the hooks into Claude Code's settings (:mod:`.hooks`; Codex has no
-hook the worker can render without touching the user's ``config.toml``, so its
-rollout's growth is what the file-change watch sees).
+and merges the hooks into Claude Code's settings (:mod:`.hooks`); Codex's
+``notify`` hook goes on its command line instead (``Harness.with_capture_hook``,
+applied by the boot), so the user's ``config.toml`` is never edited.
 """
 
 from __future__ import annotations

@@ -12,11 +12,20 @@ watch and its timer still capture).
 The merge keeps everything else in the file; a hook the worker added before
 (same command) is not added twice; a file that is not a JSON object, or whose
 ``hooks`` are not in Claude Code's shape, is refused and left as it is.
+
+Codex runs its ``notify`` program after each turn (``agent-turn-complete``,
+with the event's JSON as the last argument). The worker never edits the
+user's ``config.toml`` for it: it adds a ``-c notify=[...]`` override to the
+command line (:func:`codex_notify_override`) that appends the byte and then
+runs the user's own ``notify`` program, when the file names one, with the
+event's argument as Codex would have. The event carries conversation text; the
+hook never reads, keeps or logs it.
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +69,25 @@ def _ours(group: object) -> bool:
     return isinstance(inner, list) and any(
         isinstance(h, dict) and h.get("command") == HOOK_COMMAND for h in inner
     )
+
+
+#: Codex's notify program: the byte, then the user's own program (when there is one) with the event.
+NOTIFY_SCRIPT = f'{HOOK_COMMAND.removesuffix("exit 0")}[ "$#" -gt 1 ] && exec "$@"; exit 0'
+
+
+def codex_notify_override(config_toml: Path) -> str | None:
+    """The ``notify=[...]`` value for Codex's ``-c`` option, chaining the user's own ``notify`` from
+    ``config_toml``; ``None`` (no hook: the file watch still captures) when that file cannot be read
+    as TOML or its ``notify`` is not a list of strings."""
+    user: list[str] = []
+    if config_toml.exists():
+        try:
+            data = tomllib.loads(config_toml.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return None
+        found = data.get("notify", [])
+        if not isinstance(found, list) or not all(isinstance(a, str) for a in found):
+            return None
+        user = found
+    # A TOML array of basic strings: JSON's string escapes (ASCII only) are TOML's.
+    return "notify=" + json.dumps(["sh", "-c", NOTIFY_SCRIPT, "sh", *user], ensure_ascii=True)

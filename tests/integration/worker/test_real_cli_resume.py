@@ -105,6 +105,10 @@ def test_native_resume_sends_the_earlier_turns(seat: Seat) -> None:
     result = resume_natively(seat, fenced)
     second = result.attempt
     assert result.exit_code == 0, second.output()
+    # the resumed CLI finished its turn, and announced it: Claude Code's Stop hook, Codex's notify
+    # program (a -c override on its command line; its config.toml untouched)
+    signal_file = seat.layout("exe-2").root / "run" / "capture.signal"
+    assert signal_file.stat().st_size >= 1, f"the resumed {seat.harness} announced no finished turn"
     assert result.recovery == ["native"]
     # the real CLI reopened the session: its request carries the earlier turns, byte for byte
     resumed = result.request

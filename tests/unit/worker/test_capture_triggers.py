@@ -8,13 +8,22 @@ run the same code with a real harness process.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 from agentihooks_checkpoint.launch import CapturePolicy, LaunchRecord
 from agentihooks_worker.capture_policy import policy_of
-from agentihooks_worker.hooks import HOOK_COMMAND, SIGNAL_ENV, HookSettingsError, add_capture_hooks
+from agentihooks_worker.harness import harness_for
+from agentihooks_worker.hooks import (
+    HOOK_COMMAND,
+    SIGNAL_ENV,
+    HookSettingsError,
+    add_capture_hooks,
+    codex_notify_override,
+)
 from agentihooks_worker.settings import WorkerSettings
 from agentihooks_worker.triggers import SIGNAL_TRUNCATE_AT, CaptureTriggers
 
@@ -219,6 +228,63 @@ def test_the_hook_command_appends_a_byte_and_never_fails(tmp_path: Path) -> None
     assert subprocess.run(["sh", "-c", HOOK_COMMAND], env={}, check=False).returncode == 0
     bad = {SIGNAL_ENV: str(tmp_path / "missing-dir" / "signal")}
     assert subprocess.run(["sh", "-c", HOOK_COMMAND], env=bad, check=False).returncode == 0
+
+
+# -- Codex's notify hook, on the command line ------------------------------------------------------
+def _notify_of(argv: list[str]) -> list[str]:
+    """The notify program a ``-c notify=[...]`` in ``argv`` sets, parsed the way Codex parses it (TOML)."""
+    value = argv[argv.index("-c") + 1]
+    return list(tomllib.loads(value)["notify"])
+
+
+@pytest.mark.parametrize(
+    ("agent", "at"),
+    [
+        (["codex", "exec", "--json", "fix it"], 2),
+        (["codex", "exec", "resume", "0199"], 2),
+        (["codex", "--model", "m", "fix it"], 1),
+        (["/opt/bin/codex", "e", "fix it"], 2),
+    ],
+)
+def test_codex_gets_its_notify_hook_after_the_subcommand(tmp_path: Path, agent: list[str], at: int) -> None:
+    argv = harness_for("codex").with_capture_hook(agent, tmp_path)
+    assert argv[:at] == agent[:at] and argv[at] == "-c" and argv[at + 2 :] == agent[at:]
+    assert _notify_of(argv)[:2] == ["sh", "-c"] and len(_notify_of(argv)) == 4  # no program of the user's
+    assert harness_for("claude").with_capture_hook(["claude", "-p", "x"], tmp_path) == ["claude", "-p", "x"]
+
+
+def test_the_notify_hook_signals_then_runs_the_users_own_program_with_the_event(tmp_path: Path) -> None:
+    """The user's config.toml keeps its notify: the hook runs it after the byte, with the event as the
+    last argument, as Codex would have; the file itself is never touched."""
+    seen = tmp_path / "seen"
+    config = tmp_path / "config.toml"
+    text = f'model = "m"\nnotify = ["sh", "-c", "printf \'%s|%s\' \\"$0\\" \\"$1\\" > {seen}", "arg one"]\n'
+    config.write_text(text)
+    argv = harness_for("codex").with_capture_hook(["codex", "exec", "go"], tmp_path)
+    program = _notify_of(argv)
+    signal = tmp_path / "signal"
+    signal.touch()
+    event = json.dumps({"type": "agent-turn-complete", "last-assistant-message": "secret words"})
+    r = subprocess.run([*program, event], env={SIGNAL_ENV: str(signal), "PATH": "/usr/bin:/bin"}, check=False)
+    assert r.returncode == 0
+    assert signal.read_text() == "."
+    assert seen.read_text() == f"arg one|{event}"
+    assert config.read_text() == text
+    # without a program of the user's, the event is ignored and the hook still succeeds
+    alone = _notify_of(harness_for("codex").with_capture_hook(["codex"], tmp_path / "none"))
+    r = subprocess.run([*alone, event], env={SIGNAL_ENV: str(signal)}, capture_output=True, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    assert signal.read_text() == ".."
+
+
+@pytest.mark.parametrize(
+    "text", ["notify = [", 'notify = "just a string"', "notify = [1, 2]", "\xff\xfe"], ids=shlex.quote
+)
+def test_a_config_it_cannot_read_leaves_the_codex_command_as_it_is(tmp_path: Path, text: str) -> None:
+    (tmp_path / "config.toml").write_bytes(text.encode("latin-1"))
+    assert codex_notify_override(tmp_path / "config.toml") is None
+    agent = ["codex", "exec", "go"]
+    assert harness_for("codex").with_capture_hook(agent, tmp_path) == agent
 
 
 # -- the policy ----------------------------------------------------------------------------------

@@ -70,6 +70,11 @@ class Harness(ABC):
     #: Subcommands that may come first among the positional arguments (``codex exec``).
     subcommands: frozenset[str] = frozenset()
 
+    def with_capture_hook(self, argv: Sequence[str], home: Path) -> list[str]:
+        """``argv`` with what makes the CLI announce its turns to the worker's continuous capture, where
+        that is on the command line (Claude Code's hooks are in its settings file instead)."""
+        return list(argv)
+
     def home(self, env: Mapping[str, str]) -> Path:
         """The harness home the CLI would use with ``env``."""
         explicit = env.get(self.home_env)

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import HarnessError
+from ..hooks import codex_notify_override
 from .base import Harness, HarnessVersion, NativeSession, check_session_id, safe_relpath
 
 _VERSION = re.compile(r"^\s*codex-cli\s+(\d+\.\d+\.\d+\S*)\s*$")
@@ -91,6 +92,16 @@ class Codex(Harness):
         if len(agent) > 1 and agent[1] == "exec":
             return [agent[0], "exec", *self._kept_flags(agent), "resume", session_id]
         return [agent[0], "resume", *self._kept_flags(agent), session_id]
+
+    def with_capture_hook(self, argv: Sequence[str], home: Path) -> list[str]:
+        """``-c notify=[...]`` right after ``codex`` (or ``codex exec``): each finished turn appends a byte
+        to the signal file, then runs the user's own ``notify``. Unchanged when $CODEX_HOME/config.toml
+        cannot be read: the file-change watch still sees the rollout grow."""
+        value = codex_notify_override(home / "config.toml")
+        if value is None or not argv:
+            return list(argv)
+        at = 2 if len(argv) > 1 and argv[1] in self.subcommands else 1
+        return [*argv[:at], "-c", value, *argv[at:]]
 
     def _rollouts(self, home: Path) -> list[Path]:
         return [p for p in (home / "sessions").glob("*/*/*/rollout-*.jsonl") if p.is_file()]
