@@ -12,19 +12,29 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .errors import RecordRefused
-from .model import ROLE, CheckpointRecord, Role
+from .model import MAX_SEGMENTS, ROLE, CheckpointRecord, Role
 from .reasons import Reason
 from .scope import StoreScope
 
 
 @dataclass(frozen=True)
 class InventoryItem:
-    """An object the record lists: ``size`` is ``None`` for a record without inventory (another writer's)."""
+    """An artifact the record lists: ``size`` is ``None`` for a record without inventory (another
+    writer's). ``parts``: the stored objects (digest, size) whose bytes, in order, make the artifact
+    (the record's ``segments``); ``None``: the artifact is one object, named by its digest."""
 
     role: str
     path: str
     size: int | None
     digest: str
+    parts: tuple[tuple[str, int], ...] | None = None
+
+    @property
+    def objects(self) -> list[tuple[str, int | None]]:
+        """The stored objects to read for this artifact: (digest, size)."""
+        if self.parts is None:
+            return [(self.digest, self.size)]
+        return list(self.parts)
 
 
 def check_scope(record: CheckpointRecord, scope: StoreScope) -> None:
@@ -77,6 +87,8 @@ def check_content(record: CheckpointRecord) -> list[InventoryItem]:
     if record.watermark is None:
         raise RecordRefused(Reason.MISSING_WATERMARK, "record has no durable transcript cursor")
     if record.artifacts is None:  # another writer's record (any minor): objects by digest, sizes unknown
+        if record.segments:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "segments without an inventory")
         return [InventoryItem(r, legacy_path(r), None, d) for r, d in sorted(record.artifact_hashes.items())]
     roles = Counter(e.role for e in record.artifacts)
     paths = Counter(e.path for e in record.artifacts)
@@ -91,4 +103,24 @@ def check_content(record: CheckpointRecord) -> list[InventoryItem]:
     for e in record.artifacts:
         if record.artifact_hashes[e.role] != e.digest:
             raise RecordRefused(Reason.INVENTORY_MISMATCH, "inventory and artifact_hashes disagree")
-    return [InventoryItem(e.role, e.path, e.size, e.digest) for e in record.artifacts]
+    pieces = _segments(record)
+    return [InventoryItem(e.role, e.path, e.size, e.digest, pieces.get(e.role)) for e in record.artifacts]
+
+
+def _segments(record: CheckpointRecord) -> dict[str, tuple[tuple[str, int], ...]]:
+    """The record's ``segments`` by role, checked against its inventory: each names a listed role, has
+    1 to :data:`MAX_SEGMENTS` objects, and their sizes add up to the artifact's. Whether their bytes
+    hash to the artifact's digest is the object check's (:mod:`.validator`)."""
+    if not record.segments:
+        return {}
+    sizes = {e.role: e.size for e in record.artifacts or []}
+    out = {}
+    for role, segments in record.segments.items():
+        if role not in sizes:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "segments name a role the inventory lacks")
+        if not 0 < len(segments) <= MAX_SEGMENTS:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, f"an artifact has 1 to {MAX_SEGMENTS} segments")
+        if sum(s.size for s in segments) != sizes[role]:
+            raise RecordRefused(Reason.INVENTORY_MISMATCH, "segment sizes do not add up to the artifact's")
+        out[role] = tuple((s.digest, s.size) for s in segments)
+    return out

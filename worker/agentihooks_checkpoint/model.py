@@ -40,7 +40,11 @@ RELATIVE_PATH = (
 
 #: The minor this package writes.
 WRITTEN_VERSION = "2.2"
-KNOWN_MINORS = (0, 1, 2)
+#: The minor of a record with ``segments`` (a continuous capture's: :mod:`.checks`).
+SEGMENTED_VERSION = "2.3"
+KNOWN_MINORS = (0, 1, 2, 3)
+#: Most stored objects one artifact may be assembled from (a record listing more is refused).
+MAX_SEGMENTS = 64
 #: Optional on read, always present in a record this package writes (``authority.`` marks a nested name).
 WRITTEN_FIELDS = (
     "quiescence_method",
@@ -151,6 +155,15 @@ class ArtifactEntry(BaseModel):
     digest: str = Field(pattern=DIGEST)
 
 
+class Segment(BaseModel):
+    """One stored object of an artifact kept in pieces: its digest and exact size."""
+
+    model_config = _STRICT
+
+    digest: str = Field(pattern=DIGEST)
+    size: int = Field(ge=0)
+
+
 class CheckpointRecord(BaseModel):
     """One checkpoint manifest. Unknown top-level fields are kept (relayed unchanged)."""
 
@@ -187,6 +200,10 @@ class CheckpointRecord(BaseModel):
     compatibility_key: str | None = Field(default=None, min_length=1, max_length=255)
     harness: Literal["claude", "codex"] | None = None
     artifacts: list[ArtifactEntry] | None = None
+    #: Added at minor 2.3: artifact role -> the stored objects whose bytes, in order, are that artifact
+    #: (its inventory row and ``artifact_hashes`` still name the whole artifact's size and digest). A
+    #: continuous capture sends only what the transcript gained; the whole artifact is never stored.
+    segments: dict[str, list[Segment]] | None = None
 
     @property
     def minor(self) -> int:
@@ -217,6 +234,8 @@ class CheckpointRecord(BaseModel):
                 raise ValueError("artifact_hashes maps roles to sha256 digests")
         if not all(isinstance(x, str) for x in self.exclusions):
             raise ValueError("exclusions are strings")
+        if any(not re.fullmatch(ROLE, role) for role in self.segments or {}):
+            raise ValueError("segments are keyed by artifact role")
         return self
 
     @property

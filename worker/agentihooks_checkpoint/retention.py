@@ -128,6 +128,7 @@ def _marked(store: CheckpointStore, scope: StoreScope, *, skip: set[str]) -> set
             record = parse_record(store.read_bytes(scope, key, RECORD_SIZE_CAP))
             marked.update(object_key(d) for d in record.artifact_hashes.values())
             marked.update(object_key(e.digest) for e in record.artifacts or [])
+            marked.update(object_key(s.digest) for parts in (record.segments or {}).values() for s in parts)
         except (ObjectMissing, StoreError, ValueError, RecordRefused):
             continue
     return marked

@@ -27,9 +27,9 @@ def summarize(
         except RecordRefused:
             complete = False
         else:
-            for item in items:
-                size = store.size_of(scope, object_key(item.digest))
-                if size is None or (item.size is not None and size != item.size):
+            for digest, expected in (o for item in items for o in item.objects):
+                size = store.size_of(scope, object_key(digest))
+                if size is None or (expected is not None and size != expected):
                     complete = False
                     break
     a = record.authority

@@ -15,13 +15,14 @@ the member to blame, for the worker's log.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .archive import ArchiveLimits, ArchiveRefused, check_stream, shown, unpack_stream
 from .checks import InventoryItem, check_attempt, check_content, check_scope
@@ -119,7 +120,8 @@ class Validator:
         try:
             record_key, _ = store.read_pointer(scope, checkpoint_id)
             items = check_content(self._read_record(store, scope, checkpoint_id))
-            return [pointer_key(checkpoint_id), record_key, *(object_key(i.digest) for i in items)]
+            objects = dict.fromkeys(object_key(d) for i in items for d, _ in i.objects)
+            return [pointer_key(checkpoint_id), record_key, *objects]
         except (RecordRefused, StoreError, ValueError):
             return None
 
@@ -243,7 +245,12 @@ def _check_object(
             else:
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
                 out = os.fdopen(fd, "wb", buffering=1 << 20)
-        with store.open_read(scope, object_key(item.digest)) as src:
+        opened: contextlib.AbstractContextManager[Any] = (
+            store.open_read(scope, object_key(item.digest))
+            if item.parts is None
+            else _Chain(store, scope, item.parts)
+        )
+        with opened as src:
             reader = _HashingReader(src, out, limit)
             if item.role in ARCHIVE_ROLES:
                 # The archive's declared size bounds what its members may expand to.
@@ -255,6 +262,8 @@ def _check_object(
                 except ArchiveRefused as e:
                     refusal = e
             reader.drain()
+    except _PartCorrupt:
+        return _Checked(Reason.CORRUPT_OBJECT, detail=f"{item.role}: a segment does not match its digest")
     except ObjectMissing:
         return _Checked(Reason.MISSING_OBJECT)
     except StoreUnreachable:
@@ -274,6 +283,57 @@ def _check_object(
     return _Checked(
         None, StagedArtifact(role=item.role, path=target, size=reader.count, digest=digest, members=members)
     )
+
+
+class _PartCorrupt(Exception):
+    """A segment's bytes do not hash to its digest, or are not its size."""
+
+
+class _Chain:
+    """The objects of a segmented artifact read as one stream, in order; each is checked against its
+    own digest and size as its last byte goes by (:class:`_PartCorrupt`), so a damaged segment is
+    found even where the whole still hashes as listed (it never does, short of a collision)."""
+
+    def __init__(self, store: CheckpointStore, scope: StoreScope, parts: tuple[tuple[str, int], ...]) -> None:
+        self._store, self._scope, self._parts = store, scope, list(parts)
+        self._stack = contextlib.ExitStack()
+        self._src: _HashingReader | None = None
+        self._part: tuple[str, int] | None = None
+
+    def __enter__(self) -> _Chain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _next(self) -> bool:
+        self._end_part()
+        if not self._parts:
+            return False
+        self._part = self._parts.pop(0)
+        src = self._stack.enter_context(self._store.open_read(self._scope, object_key(self._part[0])))
+        self._src = _HashingReader(src, None, self._part[1] + 1)
+        return True
+
+    def _end_part(self) -> None:
+        if self._src is None or self._part is None:
+            return
+        digest, size = self._part
+        if "sha256:" + self._src.sha.hexdigest() != digest or self._src.count != size:
+            raise _PartCorrupt()
+        self._stack.close()
+        self._stack = contextlib.ExitStack()
+        self._src = self._part = None
+
+    def read(self, n: int = -1) -> bytes:
+        while True:
+            if self._src is None and not self._next():
+                return b""
+            assert self._src is not None
+            data = self._src.read(n)
+            if data:
+                return data
+            self._end_part()
 
 
 def _unnamed(refusal: ArchiveRefused) -> str:

@@ -26,6 +26,7 @@ from agentihooks_checkpoint.stores.base import CheckpointStore
 
 from .attempt import AttemptLayout
 from .capture import CaptureRequest, capture
+from .capture.segments import Chain
 from .childenv import child_env
 from .harness import Harness, NativeSession
 from .report import emit, event_line
@@ -33,6 +34,9 @@ from .supervisor import CaptureResult, CaptureWhen
 from .transcripts import count_records
 
 log = logging.getLogger(__name__)
+#: The captures that send segments (:mod:`.capture.segments`); the first and the periodic ones are whole,
+#: so a record any swarm v2 reader can restore is never older than the capture interval.
+SEGMENTED_WHEN = frozenset({"event", "final"})
 
 
 @dataclass
@@ -60,6 +64,8 @@ class LiveCapture:
     last_fingerprint: str | None = None
     #: Objects this attempt uploaded and verified, with their stored identity: not sent again unchanged.
     uploaded: dict[str, str] = field(default_factory=dict)
+    #: What the captures stored of the transcript: an event or final capture sends only what it gained.
+    chain: Chain = field(default_factory=Chain)
 
     def __call__(self, when: CaptureWhen) -> CaptureResult | None:
         if not (self.layout.worktree / ".git").exists():
@@ -148,7 +154,14 @@ class LiveCapture:
             )
             self.next_sequence += 1
             try:
-                capture(self.store, req, work_dir=self.layout.tmp, known=self.uploaded)
+                capture(
+                    self.store,
+                    req,
+                    work_dir=self.layout.tmp,
+                    known=self.uploaded,
+                    chain=self.chain,
+                    segments=when in SEGMENTED_WHEN,
+                )
             except CaptureError as e:
                 if isinstance(e.__cause__, CheckpointExists):
                     continue

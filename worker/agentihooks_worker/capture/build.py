@@ -29,6 +29,7 @@ from agentihooks_checkpoint.errors import CaptureError, StoreError
 from agentihooks_checkpoint.hashing import digest_of_file
 from agentihooks_checkpoint.layout import object_key
 from agentihooks_checkpoint.model import (
+    SEGMENTED_VERSION,
     WRITTEN_VERSION,
     ArtifactEntry,
     Authority,
@@ -43,6 +44,7 @@ from agentihooks_checkpoint.validator import Validator
 
 from . import git
 from .request import CaptureRequest
+from .segments import Chain, Segmented, segmented
 
 Step = Callable[[str], None]
 #: Most objects a worker remembers having uploaded (the oldest are forgotten first).
@@ -80,21 +82,25 @@ def _native_files(req: CaptureRequest) -> list[tuple[Path, str]]:
     return out
 
 
-def _stage(req: CaptureRequest, work: Path) -> tuple[dict[str, Path], list[str], str, str, str]:
-    """Build every artifact file under ``work``; return (role → file, exclusions, base, head, branch)."""
+def _stage(
+    req: CaptureRequest, work: Path, *, session: bool = True
+) -> tuple[dict[str, Path], list[str], str, str, str]:
+    """Build every artifact file under ``work`` (the transcript and native session only with
+    ``session``: else they are segments); return (role → file, exclusions, base, head, branch)."""
     files: dict[str, Path] = {}
     exclusions = list(req.exclusions)
-    transcript = work / "transcript.jsonl"
-    try:
-        transcript.touch(mode=0o600)
-        shutil.copyfile(req.transcript, transcript)  # bytes unchanged
-    except OSError as e:
-        raise CaptureError("the transcript cannot be read") from e
-    files[Role.TRANSCRIPT] = transcript
-    native = _native_files(req)
-    if native:
-        build_archive(work / "native_session.tar", native)
-        files[Role.NATIVE_SESSION] = work / "native_session.tar"
+    if session:
+        transcript = work / "transcript.jsonl"
+        try:
+            transcript.touch(mode=0o600)
+            shutil.copyfile(req.transcript, transcript)  # bytes unchanged
+        except OSError as e:
+            raise CaptureError("the transcript cannot be read") from e
+        files[Role.TRANSCRIPT] = transcript
+        native = _native_files(req)
+        if native:
+            build_archive(work / "native_session.tar", native)
+            files[Role.NATIVE_SESSION] = work / "native_session.tar"
     head = git.head_commit(req.worktree)
     branch = req.branch_name or git.current_branch(req.worktree)
     base = req.base_commit or head
@@ -133,11 +139,16 @@ def capture(
     work_dir: Path | None = None,
     on_step: Step | None = None,
     known: dict[str, str] | None = None,
+    chain: Chain | None = None,
+    segments: bool = False,
 ) -> CaptureResult:
     """Capture and commit one checkpoint; raise :class:`CaptureError` and commit nothing on failure.
 
     ``on_step`` is called after each durable step (``uploaded:<role>``,
     ``verified``, ``manifest_written``, ``committed``); tests kill the process there.
+    ``chain`` is what this attempt stored of its transcript before (:mod:`.segments`); with
+    ``segments`` the transcript and native session are sent as what they gained since, where they
+    only grew. The chain is moved on only once the checkpoint is committed.
     """
     step = on_step or (lambda _s: None)
     started = _now()
@@ -145,32 +156,41 @@ def capture(
         raise CaptureError("this checkpoint is already committed")
     work = Path(tempfile.mkdtemp(prefix="capture-", dir=work_dir))
     try:
-        try:
-            files, exclusions, base, head, branch = _stage(req, work)
-        except (OSError, ArchiveRefused) as e:
-            raise CaptureError("the capture inputs could not be read or archived") from e
-        for path in files.values():
+        sent: list[InventoryItem] = []
+
+        def send(path: Path, role: str = "segment") -> tuple[str, int]:
             path.chmod(0o600)  # conversation content stays private even in the work folder
-        entries: list[ArtifactEntry] = []
-        sent: list[ArtifactEntry] = []
-        for role, path in files.items():
             try:
                 obj = _reused(store, req, path, known) or store.put_object(req.scope, path)
             except (StoreError, OSError) as e:
                 raise CaptureError(f"uploading the {role} artifact failed") from e
-            entry = ArtifactEntry(role=role, path=_PATHS[Role(role)], size=obj.size, digest=obj.digest)
-            entries.append(entry)
             if not isinstance(obj, _Reused):
-                sent.append(entry)
+                sent.append(InventoryItem(role, path.name, obj.size, obj.digest))
+            return obj.digest, obj.size
+
+        seg: Segmented | None = None
+        try:
+            if chain is not None and segments:
+                seg = segmented(req.transcript, _native_files(req), chain, work, send)
+            files, exclusions, base, head, branch = _stage(req, work, session=seg is None)
+        except (OSError, ArchiveRefused) as e:
+            raise CaptureError("the capture inputs could not be read or archived") from e
+        entries: list[ArtifactEntry] = []
+        if seg is not None:
+            entries += seg.entries
+            for made in seg.entries:
+                step(f"uploaded:{made.role}")
+        for role, path in files.items():
+            digest, size = send(path, role)
+            entries.append(ArtifactEntry(role=role, path=_PATHS[Role(role)], size=size, digest=digest))
             step(f"uploaded:{role}")
-        items = [InventoryItem(e.role, e.path, e.size, e.digest) for e in sent]
-        reason, _ = Validator().verify_objects(store, req.scope, items)
+        reason, _ = Validator().verify_objects(store, req.scope, sent)
         if reason is not None:
             raise CaptureError(f"the uploaded objects did not verify: {reason.value}")
         if known is not None:
             _remember(store, req, sent, known)
         step("verified")
-        record = _record(req, entries, exclusions, (base, head, branch), started)
+        record = _record(req, entries, exclusions, (base, head, branch), started, seg=seg)
         data = encode_record(record)
         try:
             store.write_manifest(req.scope, req.checkpoint_id, data)
@@ -179,6 +199,8 @@ def capture(
         except StoreError as e:
             raise CaptureError(f"committing the checkpoint failed: {e}") from e
         step("committed")
+        if chain is not None:
+            _move_on(chain, req, seg, entries)
         return CaptureResult(record=record, manifest_sha256=digest)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -203,8 +225,19 @@ def _reused(
     return _Reused(digest, size)
 
 
+def _move_on(chain: Chain, req: CaptureRequest, seg: Segmented | None, entries: list[ArtifactEntry]) -> None:
+    """The chain after a committed capture: the segments it listed, or the whole transcript it sent."""
+    if seg is not None:
+        chain.source, chain.length, chain.prefix, chain.parts = (
+            seg.chain.source, seg.chain.length, seg.chain.prefix, seg.chain.parts
+        )  # fmt: skip
+        return
+    transcript = next(e for e in entries if e.role == Role.TRANSCRIPT)
+    chain.restart(req.transcript, transcript.digest, transcript.size)
+
+
 def _remember(
-    store: CheckpointStore, req: CaptureRequest, sent: list[ArtifactEntry], known: dict[str, str]
+    store: CheckpointStore, req: CaptureRequest, sent: list[InventoryItem], known: dict[str, str]
 ) -> None:
     """The identities of the objects just uploaded and verified (a store without identities: none)."""
     for e in sent:
@@ -221,12 +254,14 @@ def _record(
     exclusions: list[str],
     source: tuple[str, str, str],
     started: str,
+    *,
+    seg: Segmented | None = None,
 ) -> CheckpointRecord:
     base, head, branch = source
     native = any(e.role == Role.NATIVE_SESSION for e in entries)
     offset = req.transcript_byte_offset
     if offset is None:
-        offset = req.transcript.stat().st_size
+        offset = seg.chain.length if seg is not None else req.transcript.stat().st_size
     authority = Authority(
         execution_id=req.execution_id,
         task_id=req.scope.task_id,
@@ -239,7 +274,7 @@ def _record(
     )
     now = _now()
     fields: dict[str, object] = {
-        "schema_version": WRITTEN_VERSION,
+        "schema_version": WRITTEN_VERSION if seg is None else SEGMENTED_VERSION,
         "operation_id": req.operation_id or req.checkpoint_id,
         "authority": authority,
         "checkpoint_id": req.checkpoint_id,
@@ -264,6 +299,8 @@ def _record(
     }
     if req.native_harness_version:
         fields["native_harness_version"] = req.native_harness_version
+    if seg is not None:
+        fields["segments"] = seg.segments
     record = CheckpointRecord.model_validate(fields)
     missing = missing_written_fields(record)
     if missing:  # a reader takes them as optional; a record of this package always carries them

@@ -72,7 +72,7 @@ def _named(store: CheckpointStore, scope: StoreScope, checkpoint_id: str | None)
         return Named(checkpoint_id)
     try:
         record = parse_record(store.read_bytes(scope, key, RECORD_SIZE_CAP))
-        digests = frozenset(item.digest for item in check_content(record))
+        digests = frozenset(d for item in check_content(record) for d, _ in item.objects)
     except (ObjectMissing, StoreError, ValueError, RecordRefused):
         digests = frozenset()
     return Named(checkpoint_id, key, digests)
