@@ -43,9 +43,20 @@ class RealKubelet:
     """One simulated kubelet for a namespace; it may run several Nodes."""
 
     def __init__(
-        self, plane: ControlPlane, namespace: str, *, renew_seconds: float = 1.0, stop_seconds: float = 1.0
+        self,
+        plane: ControlPlane,
+        namespace: str,
+        *,
+        renew_seconds: float = 1.0,
+        stop_seconds: float = 1.0,
+        status_beats: int = 10,
     ) -> None:
         self.plane = plane
+        #: Every this many Lease renewals the Node's Ready condition is posted too (a kubelet's node
+        #: status heartbeat); 1 keeps a node Ready for a controller that sees the status but not the
+        #: Lease (the fault campaign: after an API server restart its node lifecycle controller kept
+        #: marking a healthy node Unknown between status posts, every 10 s).
+        self.status_beats = status_beats
         #: How long a deleted Pod's container takes to stop before the Pod is removed.
         self.stop_seconds = stop_seconds
         #: Called with a deleted Pod before its container's exit is written (the demo stops the process).
@@ -163,7 +174,7 @@ class RealKubelet:
                 # says Ready straight away rather than up to ten beats later.
                 late = loop.time() - renewed > 3 * self.renew_seconds
                 renewed = loop.time()
-                if beats % 10 == 0 or late:
+                if beats % self.status_beats == 0 or late:
                     await self._post_ready(name)
             await asyncio.sleep(self.renew_seconds)
 

@@ -12,94 +12,17 @@ the reason naming what is wrong.
 
 from __future__ import annotations
 
-import json
 import tarfile
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentihooks_checkpoint.archive import build_archive
 from agentihooks_checkpoint.layout import object_key
-from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.base import CheckpointStore
-from agentihooks_checkpoint.validator import Validator
-from agentihooks_checkpoint.verdict import Verdict
-from agentihooks_worker.capture import CaptureRequest, capture
 from agentihooks_worker.capture import segments as seg_module
-from agentihooks_worker.capture.segments import Chain
-from testsupport.checkpoints import claude_project_dir, edit_record, make_repo, store_path
-
-SCOPE = StoreScope(swarm="swarm-a", task_id="task-1", task_generation=1)
-EXE = f"exe-{uuid.uuid4().hex}"
-
-
-class Seat:
-    """One attempt's worktree and Claude session (a transcript and a subagent file), captured in turn."""
-
-    def __init__(self, store: CheckpointStore, tmp: Path) -> None:
-        self.store, self.tmp = store, tmp
-        self.worktree = tmp / "worktree"
-        make_repo(self.worktree, dirty=True)
-        self.home = tmp / "home"
-        self.session = str(uuid.uuid4())
-        folder = self.home / ".claude" / "projects" / claude_project_dir(self.worktree)
-        folder.mkdir(parents=True)
-        self.transcript = folder / f"{self.session}.jsonl"
-        self.extra = folder / self.session / "subagents" / "agent-1.jsonl"
-        self.extra.parent.mkdir(parents=True)
-        self.extra.write_bytes(b'{"sub": 1}\n')
-        self.turns = 0
-        self.add_turns(3)
-        self.chain = Chain()
-        self.known: dict[str, str] = {}
-        self.sequence = 0
-
-    def add_turns(self, n: int, size: int = 300) -> None:
-        with self.transcript.open("ab") as f:
-            for _ in range(n):
-                line = {"type": "user", "n": self.turns, "sessionId": self.session, "pad": "x" * size}
-                f.write(json.dumps(line).encode() + b"\n")
-                self.turns += 1
-
-    @property
-    def native(self) -> list[str]:
-        return [p.relative_to(self.home).as_posix() for p in (self.transcript, self.extra)]
-
-    def capture(self, *, segments: bool) -> str:
-        self.sequence += 1
-        checkpoint_id = f"{EXE}-{self.sequence}"
-        req = CaptureRequest(
-            scope=SCOPE,
-            checkpoint_id=checkpoint_id,
-            checkpoint_sequence=self.sequence,
-            execution_id=EXE,
-            execution_generation=1,
-            project_id="local:fixture",
-            harness="claude",
-            compatibility_key="worker:1.0.0",
-            transcript=self.transcript,
-            watermark=self.turns - 1,
-            worktree=self.worktree,
-            harness_home=self.home,
-            native_files=self.native,
-            native_session_id=self.session,
-            native_harness_version="2.1.332",
-            quiescence_method="partial_capture",
-        )
-        work = self.tmp / "work"
-        work.mkdir(exist_ok=True)
-        capture(self.store, req, work_dir=work, known=self.known, chain=self.chain, segments=segments)
-        return checkpoint_id
-
-    def verify(self, checkpoint_id: str, stage: Path | None = None) -> Verdict:
-        return Validator().verify(
-            self.store, SCOPE, checkpoint_id, execution_id=EXE, execution_generation=1, stage_dir=stage
-        )
-
-    def record(self, checkpoint_id: str) -> dict[str, Any]:
-        key, _ = self.store.read_pointer(SCOPE, checkpoint_id)
-        return dict(json.loads(self.store.read_bytes(SCOPE, key, 1 << 20)))
+from testsupport.checkpoints import edit_record, store_path
+from testsupport.sessions import SCOPE, GrowingSession
 
 
 def objects(store: CheckpointStore) -> set[str]:
@@ -109,7 +32,7 @@ def objects(store: CheckpointStore) -> set[str]:
 def test_an_event_capture_sends_what_the_transcript_gained_and_restores_the_same_bytes(
     any_store: CheckpointStore, tmp_path: Path
 ) -> None:
-    seat = Seat(any_store, tmp_path)
+    seat = GrowingSession(any_store, tmp_path)
     first = seat.capture(segments=True)  # no chain yet: whole
     assert "segments" not in seat.record(first) and seat.record(first)["schema_version"] == "2.2"
     assert seat.chain.parts and seat.chain.length == seat.transcript.stat().st_size
@@ -154,7 +77,7 @@ def test_an_event_capture_sends_what_the_transcript_gained_and_restores_the_same
 def test_a_rewritten_transcript_makes_the_next_capture_whole(
     any_store: CheckpointStore, tmp_path: Path
 ) -> None:
-    seat = Seat(any_store, tmp_path)
+    seat = GrowingSession(any_store, tmp_path)
     seat.capture(segments=True)
     data = bytearray(seat.transcript.read_bytes())
     data[40] = ord("Z")  # the harness rewrote an earlier line (not an append)
@@ -169,25 +92,60 @@ def test_a_rewritten_transcript_makes_the_next_capture_whole(
     assert len(seat.record(seat.capture(segments=True))["segments"]["transcript"]) == 2
 
 
-def test_a_chain_at_its_cap_and_a_periodic_capture_are_whole(
+def test_a_chain_at_its_cap_merges_what_followed_its_first_object(
     any_store: CheckpointStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(seg_module, "SEGMENTS_BEFORE_WHOLE", 3)
-    seat = Seat(any_store, tmp_path)
+    monkeypatch.setattr(seg_module, "MAX_CHAIN", 3)
+    seat = GrowingSession(any_store, tmp_path)
     seat.capture(segments=True)
-    counts = []
+    base = seat.chain.parts[0]
+    sizes = []
     for _ in range(4):
         seat.add_turns(1)
-        counts.append(len(seat.record(seat.capture(segments=True)).get("segments", {}).get("transcript", [])))
-    assert counts == [2, 3, 0, 2]  # 3 objects is the cap: the next is whole and starts a new chain
+        checkpoint_id = seat.capture(segments=True)
+        sizes.append([s["size"] for s in seat.record(checkpoint_id)["segments"]["transcript"]])
+        assert seat.verify(checkpoint_id).ok
+    turn = sizes[0][1]
+    # at 3 objects, the next capture merges everything after the chain's first object into one
+    assert sizes == [[base[1], turn], [base[1], turn, turn], [base[1], 3 * turn], [base[1], 3 * turn, turn]]
     seat.add_turns(1)
-    assert "segments" not in seat.record(seat.capture(segments=False))  # a periodic capture
+    assert "segments" not in seat.record(seat.capture(segments=False))  # a periodic capture is whole
+
+
+class Crash(BaseException):
+    """The worker process dying at a capture step (nothing after it runs)."""
+
+
+@pytest.mark.parametrize(
+    "at", ["uploaded:transcript", "uploaded:native_session", "verified", "manifest_written"]
+)
+def test_a_capture_dying_at_any_step_commits_nothing_and_keeps_the_chain(
+    any_store: CheckpointStore, tmp_path: Path, at: str
+) -> None:
+    seat = GrowingSession(any_store, tmp_path)
+    seat.capture(segments=True)
+    before = (seat.chain.length, list(seat.chain.parts))
+    seat.add_turns(2)
+
+    def die(step: str) -> None:
+        if step == at:
+            raise Crash(step)
+
+    with pytest.raises(Crash):
+        seat.capture(segments=True, on_step=die)
+    assert [c.checkpoint_id for c in any_store.list_checkpoints(SCOPE)] == [f"{seat.execution_id}-1"]
+    assert (seat.chain.length, seat.chain.parts) == before  # moved on only by a commit
+    again = seat.capture(segments=True)
+    assert len(seat.record(again)["segments"]["transcript"]) == 2
+    v = seat.verify(again, tmp_path / "stage")
+    assert v.ok and v.staged is not None
+    assert v.staged.artifacts["transcript"].path.read_bytes() == seat.transcript.read_bytes()
 
 
 # -- hostile records -------------------------------------------------------------------------------
 @pytest.fixture
-def segmented(any_store: CheckpointStore, tmp_path: Path) -> tuple[Seat, str]:
-    seat = Seat(any_store, tmp_path)
+def segmented(any_store: CheckpointStore, tmp_path: Path) -> tuple[GrowingSession, str]:
+    seat = GrowingSession(any_store, tmp_path)
     seat.capture(segments=True)
     seat.add_turns(2)
     checkpoint_id = seat.capture(segments=True)
@@ -195,12 +153,14 @@ def segmented(any_store: CheckpointStore, tmp_path: Path) -> tuple[Seat, str]:
     return seat, checkpoint_id
 
 
-def _edit(seat: Seat, checkpoint_id: str, change: Any) -> str:
+def _edit(seat: GrowingSession, checkpoint_id: str, change: Any) -> str:
     edit_record(seat.store, SCOPE, checkpoint_id, change)
     return str(seat.verify(checkpoint_id).reason)
 
 
-def test_a_segment_overwritten_with_garbage_of_its_size_is_corrupt(segmented: tuple[Seat, str]) -> None:
+def test_a_segment_overwritten_with_garbage_of_its_size_is_corrupt(
+    segmented: tuple[GrowingSession, str],
+) -> None:
     seat, checkpoint_id = segmented
     tail = seat.record(checkpoint_id)["segments"]["transcript"][-1]
     key = object_key(tail["digest"])
@@ -233,7 +193,7 @@ def test_a_segment_overwritten_with_garbage_of_its_size_is_corrupt(segmented: tu
     ],
 )  # fmt: skip
 def test_tampered_segments_are_refused_with_their_reason(
-    segmented: tuple[Seat, str], what: str, change: Any, reason: str
+    segmented: tuple[GrowingSession, str], what: str, change: Any, reason: str
 ) -> None:
     seat, checkpoint_id = segmented
     assert _edit(seat, checkpoint_id, change) == reason, what

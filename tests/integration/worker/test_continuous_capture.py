@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 from agentihooks_checkpoint.validator import Validator
+from agentihooks_worker.attempt import AttemptLayout
 
 from .conftest import NEW_EXECUTION, SCOPE, ScenarioFactory, events
 from .test_boot_crash_and_signals import start_cli, wait_for
@@ -82,6 +83,31 @@ def test_an_abrupt_death_after_the_last_turn_loses_no_turn(scenario: ScenarioFac
     assert any(p.read_bytes() == transcript for p in staged) or any(
         transcript in p.read_bytes() for p in staged
     ), "the newest checkpoint does not hold the whole transcript"
+
+    # the event captures sent what the transcript gained: the newest lists its artifacts as segments
+    segments = verdict.record.segments or {}
+    assert len(segments.get("transcript", [])) >= 2 and len(segments.get("native_session", [])) >= 4
+
+    # the next attempt restores natively from that segmented checkpoint: the same session, whole
+    third = {
+        **sc.launch,
+        "authority": {**sc.launch["authority"], "execution_id": "exe-third", "generation": 3},
+        "restore_from": {"execution_id": NEW_EXECUTION, "execution_generation": 2},
+        "restore": {
+            "checkpoint_id": newest.checkpoint_id,
+            "recovery": "native",
+            "watermark": verdict.record.watermark,
+            "session_id": verdict.record.native_session_id,
+        },
+    }
+    sc.launch = third
+    again = start_cli(sc, FAKE_HARNESS_RUN_SECONDS="0")
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert [e["recovery"] for e in events(err, "restore_verified")] == ["native"]
+    layout = AttemptLayout(sc.settings.attempts_dir, "exe-third", "claude", SCOPE.task_id)
+    restored = sorted((layout.claude_config_dir / "projects").glob("*/*.jsonl"))
+    assert len(restored) == 1 and restored[0].read_bytes().startswith(transcript)
 
     # the hooks really ran in the harness and reached the worker through the signal file
     assert (home / "hooks-run.log").read_text().splitlines() == ["Stop"] * TURNS

@@ -13,13 +13,14 @@ transcript's own segments, and a small trailer (padding, the end-of-archive
 blocks). What a restore assembles is, byte for byte, a tar of those files; the
 validator checks each segment's digest and the whole artifact's.
 
-A capture is whole instead (one object per artifact, readable by any swarm v2
-reader, as before) when there is no chain yet, when the file was rewritten
-rather than appended to, when the chain would pass
-:data:`SEGMENTS_BEFORE_WHOLE` objects, and for the periodic and first captures.
-A whole capture's transcript object starts the next chain. The cost of an event
-capture is then what changed (sent and read back) plus one local read of the
-session file at disk-cache speed.
+A chain holds at most :data:`MAX_CHAIN` objects: at the cap, the segments
+after its first object are merged into one, sent again (what the transcript
+gained since that object, never the whole session). A capture is whole instead
+(one object per artifact, readable by any swarm v2 reader, as before) when
+there is no chain yet, when the file was rewritten rather than appended to, and
+for the periodic and first captures; a whole capture's transcript object starts
+the next chain. The cost of an event capture is then what changed (sent and
+read back) plus one local read of the session file at disk-cache speed.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from agentihooks_checkpoint.errors import CaptureError
 from agentihooks_checkpoint.hashing import CHUNK
 from agentihooks_checkpoint.model import ArtifactEntry, Role, Segment
 
-#: Objects a chain may reach before the next capture is whole again (a restore reads at most this many).
-SEGMENTS_BEFORE_WHOLE = 32
+#: Most objects in a chain (what a restore reads per artifact): at the cap, the segments after the
+#: chain's first object are merged into one (sent again: what the transcript gained since that object).
+MAX_CHAIN = 32
 
 #: Stores a staged file; returns the stored object's (digest, size).
 Send = Callable[[Path], tuple[str, int]]
@@ -54,7 +56,7 @@ class Chain:
     parts: list[tuple[str, int]] = field(default_factory=list)
 
     def usable_for(self, transcript: Path) -> bool:
-        return bool(self.parts) and self.source == transcript and len(self.parts) < SEGMENTS_BEFORE_WHOLE
+        return bool(self.parts) and self.source == transcript
 
     def restart(self, transcript: Path, digest: str, size: int) -> None:
         """After a whole capture: its transcript object is the chain's first."""
@@ -96,10 +98,13 @@ def segmented(
     if not prefix_ok:
         return None
     parts = list(chain.parts)
-    if length > chain.length:
-        tail = work / "transcript.tail"
-        _copy_range(req_transcript, chain.length, length, tail)
-        parts.append(send(tail))
+    if length > chain.length and len(parts) >= MAX_CHAIN:
+        first = parts[0][1]  # the chain's first object stays; what came after it becomes one object
+        _copy_range(req_transcript, first, length, work / "transcript.merged")
+        parts = [parts[0], send(work / "transcript.merged")]
+    elif length > chain.length:
+        _copy_range(req_transcript, chain.length, length, work / "transcript.tail")
+        parts.append(send(work / "transcript.tail"))
     entries = [ArtifactEntry(role=Role.TRANSCRIPT, path="transcript.jsonl", size=length, digest=whole)]
     segments = {Role.TRANSCRIPT.value: [Segment(digest=d, size=n) for d, n in parts]}
     if native:
