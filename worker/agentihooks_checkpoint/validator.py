@@ -20,6 +20,7 @@ import hashlib
 import io
 import os
 import shutil
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,18 +193,28 @@ class Validator:
             if any(stage_dir.iterdir()):
                 raise ValueError("the stage folder must be empty")
         limits = self.archive_limits
+        prefetch = _Prefetch(store, scope)
 
         def check(item: InventoryItem) -> _Checked:
             return _check_object(
-                store, scope, item, stage_dir, unpack_archives=unpack_archives, limits=limits
+                store,
+                scope,
+                item,
+                stage_dir,
+                unpack_archives=unpack_archives,
+                limits=limits,
+                prefetch=prefetch,
             )
 
         workers = max(1, min(store.max_concurrency, len(items)))
-        if workers > 1:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
-                results = list(pool.map(check, items))
-        else:
-            results = [check(i) for i in items]
+        try:
+            if workers > 1:
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
+                    results = list(pool.map(check, items))
+            else:
+                results = [check(i) for i in items]
+        finally:
+            prefetch.close()
         for result in results:
             if result.reason is not None:
                 if stage_dir is not None:
@@ -230,6 +241,7 @@ def _check_object(
     *,
     unpack_archives: bool,
     limits: ArchiveLimits,
+    prefetch: _Prefetch,
 ) -> _Checked:
     limit = None if item.size is None else item.size + 1
     target: Path | None = None
@@ -249,7 +261,7 @@ def _check_object(
         opened: contextlib.AbstractContextManager[Any] = (
             store.open_read(scope, object_key(item.digest))
             if item.parts is None
-            else _Chain(store, scope, item.parts)
+            else _Chain(store, scope, item.parts, prefetch)
         )
         with opened as src:
             reader = _HashingReader(src, out, limit)
@@ -295,51 +307,70 @@ PREFETCH_MAX = 1 << 20
 PREFETCH_AHEAD = 8
 
 
+class _Prefetch:
+    """Small segments of one verification, fetched ahead on a few threads and shared by the artifacts
+    that list them (the native session tar lists the transcript's own segments): each is read from
+    the store once per verification."""
+
+    def __init__(self, store: CheckpointStore, scope: StoreScope) -> None:
+        self._store, self._scope = store, scope
+        workers = min(PREFETCH_AHEAD, store.max_concurrency)
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="segments") if workers > 1 else None
+        self._fetched: dict[str, Future[bytes]] = {}
+        self._lock = threading.Lock()
+
+    def ahead(self, digest: str, size: int) -> Future[bytes] | None:
+        """The segment's bytes on their way (``None``: it is read as a stream, when it is needed)."""
+        if self._pool is None or size > PREFETCH_MAX:
+            return None
+        with self._lock:
+            if digest not in self._fetched:
+                key = object_key(digest)
+                self._fetched[digest] = self._pool.submit(self._store.read_bytes, self._scope, key, size + 1)
+            return self._fetched[digest]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            for future in self._fetched.values():
+                future.cancel()
+            self._pool.shutdown(wait=True)
+
+
 class _Chain:
     """The objects of a segmented artifact read as one stream, in order; each is checked against its
     own digest and size as its last byte goes by (:class:`_PartCorrupt`), so a damaged segment is
     found even where the whole still hashes as listed (it never does, short of a collision). Small
-    segments (one turn each, after the chain's first) are fetched ahead concurrently where the store
-    allows it: a chain of many small objects costs about one round trip per batch, not per object."""
+    segments (one turn each, after the chain's first) come from :class:`_Prefetch`: a chain of many
+    small objects costs about one round trip per batch, not per object."""
 
-    def __init__(self, store: CheckpointStore, scope: StoreScope, parts: tuple[tuple[str, int], ...]) -> None:
-        self._store, self._scope, self._parts = store, scope, list(parts)
+    def __init__(
+        self,
+        store: CheckpointStore,
+        scope: StoreScope,
+        parts: tuple[tuple[str, int], ...],
+        prefetch: _Prefetch,
+    ) -> None:
+        self._store, self._scope, self._parts, self._prefetch = store, scope, list(parts), prefetch
         self._stack = contextlib.ExitStack()
         self._src: _HashingReader | None = None
         self._part: tuple[str, int] | None = None
-        self._ahead: dict[int, Future[bytes]] = {}
         self._index = 0
-        workers = min(PREFETCH_AHEAD, store.max_concurrency)
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="segments") if workers > 1 else None
 
     def __enter__(self) -> _Chain:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-        if self._pool is not None:
-            for future in self._ahead.values():
-                future.cancel()
-            self._pool.shutdown(wait=True)
-
-    def _fetch_ahead(self) -> None:
-        if self._pool is None:
-            return
-        for i in range(self._index, min(len(self._parts), self._index + PREFETCH_AHEAD)):
-            digest, size = self._parts[i]
-            if i not in self._ahead and size <= PREFETCH_MAX:
-                key = object_key(digest)
-                self._ahead[i] = self._pool.submit(self._store.read_bytes, self._scope, key, size + 1)
 
     def _next(self) -> bool:
         self._end_part()
         if self._index >= len(self._parts):
             return False
-        self._fetch_ahead()
-        i = self._index
-        self._part = self._parts[i]
+        for digest, size in self._parts[self._index : self._index + PREFETCH_AHEAD]:
+            self._prefetch.ahead(digest, size)
+        self._part = self._parts[self._index]
         self._index += 1
-        future = self._ahead.pop(i, None)
+        future = self._prefetch.ahead(*self._part)
         if future is not None:
             try:
                 src: BinaryIO = io.BytesIO(future.result())
