@@ -103,6 +103,9 @@ class OperatorConfig(BaseSettings):
     #: Let Swarms of ``operator_namespace`` launch Pods (off: such a Swarm's launches are blocked,
     #: naming the rule; that namespace holds the operator's account and the Redis password).
     allow_operator_namespace: bool = False
+    #: Namespaces where no Swarm launches Pods, whatever RBAC grants (comma-separated): a cluster-wide
+    #: install's ClusterRole reaches every namespace, and these hold the cluster's own workloads.
+    excluded_namespaces: str = "kube-system,kube-public,kube-node-lease"
 
     @field_validator("operator_pod_selector")
     @classmethod
@@ -128,6 +131,7 @@ class OperatorConfig(BaseSettings):
             self.worker_secrets,
             self.operator_namespace,
             self.allow_operator_namespace,
+            excluded=self.excluded_namespaces,
         )
 
     @property

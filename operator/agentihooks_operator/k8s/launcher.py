@@ -51,6 +51,7 @@ from ..logs import carry
 from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
+from .building import restricted
 from .building.podpolicy import TemplatePolicy, refusals
 from .building.pods import (
     Execution,
@@ -195,6 +196,14 @@ class KubernetesLauncher:
         record = build_launch_record(spec, self.owner, ex, control_url=self.control_url)
         secret = build_worker_secret(plan.worker_token.get_secret_value(), self.owner, ex, provider, record)
         pod, ignored = build_worker_pod(spec, self.owner, ex, provider)
+        broken = restricted.violations(pod)
+        if broken:  # whatever the namespace's Pod Security labels say (the chart sets none)
+            raise LaunchBlocked(
+                "the worker Pod would break the Pod Security restricted profile: "
+                + "; ".join(broken)
+                + "; nothing is launched until the Swarm's Pod template is fixed",
+                reason="template",
+            )
         unheld = root_refusal(spec, pod)
         if unheld is not None:
             raise LaunchBlocked(

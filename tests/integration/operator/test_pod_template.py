@@ -328,22 +328,26 @@ async def test_a_misspelt_template_field_is_refused_by_the_api_server(cluster: C
 async def test_a_template_that_breaks_restricted_is_refused_by_admission_and_shown_until_fixed(
     cluster: Cluster, redis_url: str
 ) -> None:
-    # Pod Security's refusal is a 403 in the audit log, though not an RBAC one: expected here.
-    cluster.expected_denials = {("create", "", "pods")}  # type: ignore[attr-defined]
     await _credential_secret(cluster, {"ANTHROPIC_API_KEY": KEY})
     # (An escalation the CRD itself refuses, such as allowPrivilegeEscalation, never gets this far:
-    # test_escalation_probe.py.) Dropping no capability breaks restricted too; only admission says so.
+    # test_escalation_probe.py.) Dropping no capability breaks restricted too. Admission would say so in
+    # this namespace; the operator says so first, whatever the namespace's labels
+    # (test_restricted_profile_real.py: in a namespace without them), and sends no Pod.
     privileged = {"spec": {"container": {"securityContext": {"capabilities": {"drop": []}}}}}
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("priv", _with(podTemplate=privileged))
         card = await eventually(
-            lambda: _blocked_card(cluster, "priv", "violates PodSecurity"), what="card naming the refusal"
+            lambda: _blocked_card(cluster, "priv", "restricted profile"), what="card naming the refusal"
         )
-        assert card["launch_blocked"].startswith("the API server refused the worker Pod:")
-        assert 'violates PodSecurity "restricted:latest": unrestricted capabilities' in card["launch_blocked"]
+        assert card["launch_blocked"].startswith("the worker Pod would break the Pod Security restricted")
+        assert (
+            "spec.containers[agent].securityContext.capabilities.drop: must include ALL"
+            in (card["launch_blocked"])
+        )
         event = (await eventually(lambda: _events(cluster, "LaunchBlocked"), what="LaunchBlocked Event"))[0]
-        assert event["type"] == "Warning" and "violates PodSecurity" in event["message"]
+        assert event["type"] == "Warning" and "restricted profile" in event["message"]
         assert await cluster.pods("priv") == []
+        assert cluster.count("create", "pods") == 0  # nothing was sent for admission to refuse
 
         r = await cluster.http.patch(
             SWARMS.format(ns=cluster.namespace) + "/priv",

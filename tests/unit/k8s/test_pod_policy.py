@@ -157,3 +157,19 @@ def test_no_swarm_runs_in_the_operators_own_namespace_unless_allowed() -> None:
     assert OperatorConfig(operator_namespace="ops").template_policy.namespace_refusal("ops") is not None
     allowed = OperatorConfig(operator_namespace="ops", allow_operator_namespace=True)
     assert allowed.template_policy.namespace_refusal("ops") is None
+
+
+def test_no_swarm_runs_in_an_excluded_namespace_whatever_rbac_grants() -> None:
+    """A cluster-wide ClusterRole reaches kube-system too (RBAC cannot leave a namespace out): the
+    operator refuses the cluster's own namespaces by default, and any the cluster operator lists."""
+    default = OperatorConfig(operator_namespace="ops", allow_operator_namespace=True).template_policy
+    for namespace in ("kube-system", "kube-public", "kube-node-lease"):
+        said = default.namespace_refusal(namespace)
+        assert said is not None and said.startswith("metadata.namespace: ")
+        assert "rbac.excludeNamespaces" in said and repr(namespace) in said
+    assert default.namespace_refusal("team-a") is None
+    listed = OperatorConfig(
+        operator_namespace="ops", excluded_namespaces=" shared , kube-system"
+    ).template_policy
+    assert listed.namespace_refusal("shared") is not None and listed.namespace_refusal("kube-public") is None
+    assert OperatorConfig(excluded_namespaces="").template_policy.namespace_refusal("kube-system") is None

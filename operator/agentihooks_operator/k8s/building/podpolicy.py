@@ -63,9 +63,18 @@ class TemplatePolicy:
     #: password: no Swarm runs there unless ``allow_operator_namespace``.
     operator_namespace: str | None = None
     allow_operator_namespace: bool = False
+    #: Namespaces where no Swarm launches Pods whatever RBAC grants (the cluster's own: kube-system, ...).
+    excluded_namespaces: frozenset[str] = frozenset()
 
     def namespace_refusal(self, namespace: str) -> str | None:
         """Why a Swarm may not launch Pods in ``namespace``, or ``None`` when it may."""
+        if namespace in self.excluded_namespaces:
+            return (
+                f"metadata.namespace: a Swarm may not run in {namespace!r}, which the cluster operator "
+                "excluded (AGENTIHOOKS_EXCLUDED_NAMESPACES, the chart's rbac.excludeNamespaces; by default "
+                "the cluster's own kube-system, kube-public and kube-node-lease): create it in a namespace "
+                "of its own"
+            )
         if self.allow_operator_namespace or not self.operator_namespace:
             return None
         if namespace != self.operator_namespace:
@@ -85,6 +94,8 @@ class TemplatePolicy:
         secrets: str,
         own_namespace: str,
         allow_own_namespace: bool = False,
+        *,
+        excluded: str = "",
     ) -> TemplatePolicy:
         """From comma-separated names; ``operator_account`` is ``name`` or ``namespace/name``."""
         op: tuple[str, str] | None = None
@@ -97,6 +108,7 @@ class TemplatePolicy:
             secrets=frozenset(s.strip() for s in secrets.split(",") if s.strip()),
             operator_namespace=own_namespace.strip() or None,
             allow_operator_namespace=allow_own_namespace,
+            excluded_namespaces=frozenset(n.strip() for n in excluded.split(",") if n.strip()),
         )
 
 

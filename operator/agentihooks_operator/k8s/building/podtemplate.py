@@ -322,10 +322,12 @@ def _merge_container(container: dict[str, Any], tc: dict[str, Any], warnings: li
         if name in tc:
             container[name] = tc[name]
     if "securityContext" in tc:
-        container["securityContext"] = {
-            **container.get("securityContext", {}),
-            **(tc["securityContext"] or {}),
-        }
+        mine = container.get("securityContext", {})
+        theirs = dict(tc["securityContext"] or {})
+        caps = theirs.get("capabilities")
+        if isinstance(caps, dict) and "drop" not in caps:  # adding one keeps the operator's drop of ALL
+            theirs["capabilities"] = {**caps, "drop": list((mine.get("capabilities") or {}).get("drop", []))}
+        container["securityContext"] = {**mine, **theirs}
     env: list[dict[str, Any]] = list(container.get("env", []))
     mine = {e["name"] for e in env}
     for item in tc.get("env") or []:
