@@ -219,6 +219,7 @@ class Campaign:
         self.settled_after_heal: float | None = None
         self.heal_s: float | None = None
         self.flaps = 0
+        self.flapping: set[str] = set()
         #: The campaign's own errors (not the product's): printed with the report.
         self.errors: list[str] = []
         #: The replicas' proxied links (``None``: no network faults; ``network_off`` says why).
@@ -347,7 +348,14 @@ class Campaign:
                 self.heal_s = loop.time() - healing
                 self.add(Heal(t=self.now(), kind="heal"))
                 self.settled_after_heal = await self._settle(self.s.liveness_bound_s)
-                await self._final()
+                if self.flapping:  # liveness cannot be judged: no final state is taken
+                    self.errors.append(
+                        f"nodes {', '.join(sorted(self.flapping))} still looked lost "
+                        f"{3 * self.s.liveness_bound_s:.0f} s after the heal (the machine held up their "
+                        "kubelet's heartbeats): liveness cannot be judged"
+                    )
+                else:
+                    await self._final()
         finally:
             stop.set()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -794,6 +802,7 @@ class Campaign:
                     if all(s.live or s.pending_decision for _, _, seats in states for s in seats.values()):
                         settled = loop.time() - start
             await asyncio.sleep(0.5)
+        self.flapping = flapping
         return settled
 
     async def _lost_nodes(self) -> set[str]:
