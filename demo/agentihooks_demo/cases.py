@@ -140,7 +140,11 @@ class CaseRunner:
             key=lambda r: r["checkpoint_sequence"],
         )
         data, doc = self.manifest("corrupt", newest["checkpoint_id"])
-        digest = doc["artifact_hashes"]["transcript"].split(":", 1)[1]
+        # the transcript's object; of a segmented record (an event capture), its newest segment
+        pieces = (doc.get("segments") or {}).get("transcript") or [
+            {"digest": doc["artifact_hashes"]["transcript"]}
+        ]
+        digest = pieces[-1]["digest"].split(":", 1)[1]
         obj = self.scope_dir("corrupt") / "objects" / "sha256" / digest
         await self.w.kubelet.report_exit(first)
         await self.w.run_of("corrupt", 2, started=False)  # admitted, held before it starts
@@ -149,6 +153,7 @@ class CaseRunner:
         obj.write_bytes(bytes(body))
         case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
         case.add_input("transcript object after one bit was flipped", bytes(body), recorded_sha256=digest)
+        # (a segment of it, when the newest checkpoint was an event capture: what a restore reads)
         gate.set()
         await self.outcome("corrupt", case)
         return case
