@@ -37,6 +37,9 @@ class ApiConfig(BaseSettings):
     #: Seconds for a request line and headers to arrive (from the connection's start, or from the
     #: first byte of a later request); the client then gets 408 and the connection is closed.
     control_header_timeout: float = Field(default=10.0, gt=0, le=600)
+    #: At the connection cap with a client queued, a connection still sending a request head after
+    #: this many seconds is closed to make room for it (a slow, never authenticated trickle).
+    control_head_grace: float = Field(default=0.5, gt=0, le=600)
     #: Seconds an idle connection is kept open between requests.
     control_keepalive_timeout: float = Field(default=75.0, gt=0, le=3600)
     #: Seconds for a JSON body to arrive in full; for an upload, the longest pause between its bytes.
@@ -106,6 +109,7 @@ class ApiConfig(BaseSettings):
         """The listener's timeouts and caps (:class:`.server.ServerLimits`)."""
         return ServerLimits(
             header_timeout=self.control_header_timeout,
+            head_grace=self.control_head_grace,
             keepalive_timeout=self.control_keepalive_timeout,
             body_timeout=self.control_body_timeout,
             max_connections=self.control_max_connections,

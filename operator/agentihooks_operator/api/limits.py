@@ -11,6 +11,9 @@ class ServerLimits:
 
     #: Seconds for a request line and its headers to arrive in full.
     header_timeout: float = 10.0
+    #: At the cap with a client waiting, a connection still sending a request head after this many
+    #: seconds is closed to make room (a head takes milliseconds; a trickle of bytes holds a slot).
+    head_grace: float = 0.5
     #: Seconds an idle connection is kept open between requests.
     keepalive_timeout: float = 75.0
     #: Seconds for a JSON body to arrive in full; for an upload, the longest pause between its bytes.

@@ -73,7 +73,7 @@ class GuardedHandler(RequestHandler):
     fires with no new request parsed, the client gets ``408`` and the connection is closed.
     """
 
-    __slots__ = ("_header_timeout", "_header_timer", "_on_closed")
+    __slots__ = ("_head_since", "_header_timeout", "_header_timer", "_on_closed")
 
     def __init__(
         self,
@@ -87,10 +87,12 @@ class GuardedHandler(RequestHandler):
         super().__init__(manager, loop=loop, **kwargs)
         self._header_timeout = header_timeout
         self._header_timer: asyncio.TimerHandle | None = None
+        self._head_since = 0.0
         self._on_closed: Callable[[], None] | None = on_closed
 
     def _arm(self) -> None:
         self._disarm()
+        self._head_since = self._loop.time()
         self._header_timer = self._loop.call_later(
             self._header_timeout, self._header_expired, self._request_count
         )
@@ -130,6 +132,13 @@ class GuardedHandler(RequestHandler):
             and not self._messages
             and self.transport is not None
         )
+
+    def head_age(self) -> float | None:
+        """Seconds this connection has been sending a request head it has not finished (``None``: it
+        is not): no request is parsed yet, so nothing of it was authenticated either."""
+        if self._header_timer is None or self._request_in_progress or self.transport is None:
+            return None
+        return self._loop.time() - self._head_since
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self._disarm()
@@ -190,6 +199,7 @@ class CappedSite(web.BaseSite):
         "_port",
         "_slots",
         "_sock",
+        "stalled_closed",
     )
 
     def __init__(
@@ -205,6 +215,8 @@ class CappedSite(web.BaseSite):
         self._slots = asyncio.Semaphore(limits.max_connections)
         self._open = 0
         self._handlers: set[GuardedHandler] = set()
+        #: Connections closed at the cap because their request head was still arriving.
+        self.stalled_closed = 0
 
     @property
     def name(self) -> str:
@@ -278,20 +290,40 @@ class CappedSite(web.BaseSite):
         return bool(readable)
 
     async def _slot(self) -> None:
-        """A free slot; while none is, an idle kept-alive connection gives its up to a queued client."""
+        """A free slot. While none is and a client is queued, a connection gives its slot up to it: an
+        idle kept-alive one first, else the one that has been sending an unfinished request head the
+        longest, past ``head_grace`` (a trickle of header bytes, never authenticated). So a flood of
+        slow, tokenless connections cannot keep a master or a worker out: each newcomer takes the
+        oldest trickler's slot, and a real client's head arrives in milliseconds."""
         while True:
+            made_room = False
+            if self._slots.locked() and self._client_waiting():
+                made_room = self._make_room()
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that arrives as
                 # the slot is granted, and the stopping site would then wait in accept forever
-                async with asyncio.timeout(0.2):
+                async with asyncio.timeout(0.02 if made_room else 0.2):
                     await self._slots.acquire()
                 return
             except TimeoutError:
-                if self._client_waiting():
-                    idle = next((h for h in self._handlers if h.idle), None)
-                    if idle is not None:
-                        log.debug("control API: closed an idle connection to make room")
-                        idle.force_close()
+                continue
+
+    def _make_room(self) -> bool:
+        idle = next((h for h in self._handlers if h.idle), None)
+        if idle is not None:
+            log.debug("control API: closed an idle connection to make room")
+            idle.force_close()
+            return True
+        ages = [(age, h) for h in self._handlers if (age := h.head_age()) is not None]
+        if ages:
+            age, oldest = max(ages, key=lambda pair: pair[0])
+            if age >= self._limits.head_grace:
+                self.stalled_closed += 1
+                if oldest.transport is not None:
+                    oldest.transport.write(TIMEOUT_ANSWER)
+                oldest.force_close()
+                return True
+        return False
 
     async def _accept_forever(self) -> None:
         loop = asyncio.get_running_loop()

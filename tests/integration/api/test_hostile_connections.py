@@ -7,6 +7,7 @@ with a generous bound, for the server to have closed what it must close.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -230,4 +231,28 @@ def test_at_the_cap_an_idle_keep_alive_connection_makes_room_for_a_waiting_clien
         assert w.server.open_connections == cap
         assert httpx.get(w.url + "/healthz", timeout=BOUND).status_code == 200
         assert sum(closed_by_server(s) for s in socks) >= 1
+        assert w.server.open_connections <= cap
+
+
+def test_a_tokenless_trickle_holding_every_slot_never_keeps_a_master_out(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """The flood of issue 48: connections with no token, each sending one header byte every so often,
+    hold every slot. The header timeout is long here (600 s), so a slot would free up only when the
+    client gave up: before, a master queued behind them waited for that. Now, at the cap, the
+    connection that has been sending an unfinished head the longest (past the 0.5 s grace) gives its
+    slot to the queued client, whose head arrives at once, and its request is answered."""
+    cap = 16
+    limits = ServerLimits(header_timeout=600.0, max_connections=cap, backlog=128, head_grace=0.5)
+    with make_world(redis_url, tmp_path, limits) as w, ExitStack() as stack:
+        where = address(w)
+        socks = open_sockets(where, cap + 40, stack, first=b"GET /healthz HTTP/1.1\r\nHo")
+        until(lambda: w.server.open_connections == cap, "every slot taken by a trickling connection")
+        for _ in range(3):  # the master is answered, again and again, while the flood goes on
+            r = httpx.get(w.url + "/v1/swarms", headers={"Authorization": "Bearer nope"}, timeout=BOUND)
+            assert r.status_code == 401  # answered (a refusal of its token, not a wait for a slot)
+            for s in socks:  # the trickle goes on
+                with contextlib.suppress(OSError):
+                    s.send(b"s")
+        assert w.server.site.stalled_closed >= 1  # type: ignore[union-attr]
         assert w.server.open_connections <= cap
