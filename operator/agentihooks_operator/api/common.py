@@ -117,6 +117,17 @@ def body_timeout(request: web.Request) -> HttpProblem:
     )
 
 
+def too_slow(request: web.Request) -> HttpProblem:
+    """An upload that averages less than the floor rate: 408 and the connection is closed."""
+    log.info("control API: an upload on %s was slower than the floor rate", route_name(request))
+    return HttpProblem(
+        408,
+        "upload_too_slow",
+        "the upload averaged less than the controller's floor rate; send it again faster",
+        headers={"Connection": "close"},
+    )
+
+
 async def read_capped(request: web.Request, cap: int = JSON_CAP) -> bytes:
     """The whole body, refused with 413 as soon as it is longer than ``cap`` (nothing past it is read)
     and with 408 when it has not arrived within the body timeout."""

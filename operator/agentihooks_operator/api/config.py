@@ -58,6 +58,12 @@ class ApiConfig(BaseSettings):
     control_uploads_per_credential: int = Field(default=4, ge=1, le=1024)
     #: Bytes all uploads in flight may spool at once (the spool folder's budget); 507 past it.
     control_spool_bytes: int = Field(default=1024**3, ge=1)
+    #: Parts of the spool one credential, and one swarm, may hold at once; 429 past either.
+    control_spool_credential_share: float = Field(default=0.5, gt=0, le=1)
+    control_spool_swarm_share: float = Field(default=0.75, gt=0, le=1)
+    #: Bytes per second an upload must average once it has run ``control_upload_grace_seconds``.
+    control_upload_min_rate: float = Field(default=64 * 1024, ge=0)
+    control_upload_grace_seconds: float = Field(default=10.0, gt=0, le=3600)
 
     #: Where the other replicas reach this replica's API (``http://POD_IP:PORT``; the chart sets it
     #: from the Pod's IP). Set: this replica advertises it in Redis, and a replica without a swarm's
@@ -103,6 +109,8 @@ class ApiConfig(BaseSettings):
             streams=self.control_streams_per_credential,
             uploads=self.control_uploads_per_credential,
             spool_bytes=self.control_spool_bytes,
+            credential_share=self.control_spool_credential_share,
+            swarm_share=self.control_spool_swarm_share,
         )
 
     def limits(self) -> ServerLimits:

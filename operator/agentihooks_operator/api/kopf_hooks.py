@@ -119,6 +119,8 @@ async def start_api(memo: kopf.Memo, **_: Any) -> None:
         object_cap=config.checkpoint_object_cap,
         events_poll_seconds=config.events_poll_seconds,
         quotas=config.quotas(),
+        upload_min_rate=config.control_upload_min_rate,
+        upload_grace=config.control_upload_grace_seconds,
         kopf_ready=lambda: not (memo.get(STOPPING, False) or _signalled(memo)),
         key_prefix=operator.swarm_key_prefix,
         metrics=instruments.of(memo),

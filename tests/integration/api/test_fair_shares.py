@@ -93,10 +93,10 @@ def test_one_masters_streams_stop_at_its_share_and_everyone_else_is_answered(wor
             assert r.status_code == 200
 
 
-def _upload_head(w: World, new: str, size: int, data: bytes) -> bytes:
+def _upload_head(w: World, new: str, size: int, data: bytes, swarm: str = "swarm-a") -> bytes:
     key = "objects/sha256/" + hashlib.sha256(data).hexdigest()
     query = urlencode(
-        {"swarm": "swarm-a", "task_id": "task-1", "task_generation": "1", "namespace": "default", "key": key}
+        {"swarm": swarm, "task_id": "task-1", "task_generation": "1", "namespace": "default", "key": key}
     )
     host = urlparse(w.url).netloc
     return (
@@ -134,6 +134,7 @@ def _addr(w: World) -> tuple[str, int]:
 def test_uploads_together_never_spool_past_the_shared_budget(world: World, tmp_path: Path) -> None:
     _eid, _built, new, _remote = replacement(world)
     world.state.quotas.spool_bytes = 300_000
+    world.state.quotas.credential_share = world.state.quotas.swarm_share = 1.0  # the whole budget here
     spool = tmp_path / "spool"
     spool.mkdir()
     world.state.spool_dir = str(spool)
@@ -168,6 +169,52 @@ def test_uploads_together_never_spool_past_the_shared_budget(world: World, tmp_p
         content=second,
     )
     assert r.status_code == 201, r.text
+
+
+def test_one_workers_uploads_stop_at_its_spool_share_and_another_swarms_worker_is_served(
+    world: World,
+) -> None:
+    """Issue 48: one worker's trickling uploads held 1,019 MiB of the 1 GiB spool and another swarm's
+    worker got 507. Now one credential holds at most half the spool (one swarm three quarters):
+    past it the same worker is told 429 at once, and the other swarm's worker is served."""
+    _eid, _built, new, _remote = replacement(world)
+    world.state.quotas.spool_bytes = 400_000  # a credential's share: 200 kB; a swarm's: 300 kB
+    digest = sha256_hex(world.worker_token(new))
+    held = os.urandom(190_000)
+    more = os.urandom(50_000)
+    with ExitStack() as stack:
+        _raw(world, _upload_head(world, new, 400_000, held) + held, stack)  # holds 190 kB, waits for more
+        until(lambda: world.state.quotas.spooled_by("credential", digest) >= 190_000, "the first upload")
+        with socket.create_connection(_addr(world), timeout=BOUND) as s:
+            s.sendall(_upload_head(world, new, len(more), more) + more)
+            answer = _read_until(s, b"}")
+        assert b" 429 " in answer.split(b"\r\n")[0] and b"spool_share_full" in answer, answer
+        assert b"Retry-After: 5" in answer
+        # the other swarm's worker uploads what the spool still has room for
+        other = world.first["swarm-b"].execution_id
+        with socket.create_connection(_addr(world), timeout=BOUND) as s:
+            s.sendall(_upload_head(world, other, len(more), more, swarm="swarm-b") + more)
+            answer = _read_until(s, b"}")
+        assert b" 201 " in answer.split(b"\r\n")[0], answer
+        _answered(world)
+    until(lambda: world.state.quotas.spooled == 0, "the spool given back")
+    assert world.state.quotas.spooled_by("credential", digest) == 0
+
+
+def test_an_upload_below_the_floor_rate_is_cut_and_gives_its_spool_back(world: World) -> None:
+    """A trickle that never pauses as long as the body timeout still cannot hold its spool share: past
+    the grace, an upload that averages less than the floor rate is answered 408 and its bytes freed."""
+    _eid, _built, new, _remote = replacement(world)
+    world.state.upload_grace, world.state.upload_min_rate = 0.5, 1_000_000.0
+    data = os.urandom(100_000)
+    with socket.create_connection(_addr(world), timeout=BOUND) as s:
+        s.sendall(_upload_head(world, new, len(data), data) + data[:1000])
+        until(lambda: world.state.quotas.spooled >= 1000, "the first bytes spooled")
+        time.sleep(1.0)  # past the grace: 2,000 bytes in a second is far below the floor
+        s.sendall(data[1000:2000])
+        answer = _read_until(s, b"}")
+    assert b" 408 " in answer.split(b"\r\n")[0] and b"upload_too_slow" in answer, answer
+    until(lambda: world.state.quotas.spooled == 0, "the spool given back")
 
 
 def test_a_rotated_master_credential_ends_its_open_stream(world: World) -> None:

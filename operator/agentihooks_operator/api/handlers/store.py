@@ -35,6 +35,7 @@ from ..common import (
     body_timeout,
     state_of,
     token_digest,
+    too_slow,
     worker_of,
 )
 from ..errors import HttpProblem, bad_request, forbidden, not_found
@@ -185,27 +186,35 @@ async def _next_chunk(request: web.Request) -> bytes:
         raise body_timeout(request) from e
 
 
-async def _spool(request: web.Request, cap: int) -> tuple[Path, str, int]:
-    """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed)."""
+async def _spool(request: web.Request, cap: int, owner: tuple[str, str]) -> tuple[Path, str, int]:
+    """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed).
+    ``owner`` (credential digest, swarm) is charged for the spool; an upload that averages less than
+    the state's ``upload_min_rate`` bytes per second after ``upload_grace`` seconds is cut (408)."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
-    quotas = state_of(request).quotas
-    fd, name = tempfile.mkstemp(prefix="agentihooks-upload-", dir=state_of(request).spool_dir)
+    state = state_of(request)
+    quotas = state.quotas
+    fd, name = tempfile.mkstemp(prefix="agentihooks-upload-", dir=state.spool_dir)
     path = Path(name)
     sha = hashlib.sha256()
     size = 0
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     try:
         with os.fdopen(fd, "wb") as out:
             while chunk := await _next_chunk(request):
                 if size + len(chunk) > cap:
                     raise _too_large(cap)
-                quotas.spool(len(chunk))  # 507 when the shared spool is full
+                quotas.spool(len(chunk), *owner)  # 429 past its shares, 507 when the spool is full
                 size += len(chunk)
                 sha.update(chunk)
                 await blocking(out.write, chunk)
+                elapsed = loop.time() - started
+                if elapsed > state.upload_grace and size < state.upload_min_rate * elapsed:
+                    raise too_slow(request)
     except BaseException:
         os.unlink(path)
-        quotas.unspool(size)
+        quotas.unspool(size, *owner)
         raise
     return path, sha.hexdigest(), size
 
@@ -270,13 +279,14 @@ async def write_object(request: web.Request) -> web.Response:
         raise bad_request("commit pointers are written once (mode=once); nothing else is", "invalid_mode")
     cap = {"object": state_of(request).object_cap, "manifest": RECORD_SIZE_CAP, "pointer": POINTER_SIZE_CAP}
     quotas = state_of(request).quotas
-    with quotas.hold("uploads", token_digest(request)):  # 429 at once past this credential's share
-        path, hexdigest, size = await _spool(request, cap[key.kind])
+    owner = (token_digest(request), f"{scope.namespace or ''}/{scope.swarm}")
+    with quotas.hold("uploads", owner[0]):  # 429 at once past this credential's share
+        path, hexdigest, size = await _spool(request, cap[key.kind], owner)
         try:
             await _keep(request, store, scope, record, key=key, path=path, hexdigest=hexdigest)
         finally:
             path.unlink(missing_ok=True)
-            quotas.unspool(size)
+            quotas.unspool(size, *owner)
     return answer(WrittenAnswer(key=key.key, size=size), 201)
 
 
