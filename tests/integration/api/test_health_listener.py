@@ -1,7 +1,8 @@
 """The probes' own listener (api/health.py) answers however the API's clients use the API's port.
 
 A control API with a cap of four connections has all four held by a client that never finishes
-its request heads; a fifth caller waits in the listen queue unanswered. Through all of it the
+its request heads, with the API's eviction of such heads turned off (``head_grace`` past the header
+timeout: a flood the API port cannot shed); a fifth caller waits in the listen queue unanswered. Through all of it the
 probes' listener answers ``/healthz`` and ``/readyz`` every time, and it tells the truth: once
 Redis stops answering, ``/readyz`` is 503 while ``/healthz`` stays 200; once kopf stops, both are.
 Nothing else is served there. No timing is asserted: each answer gets a generous bound.
@@ -47,7 +48,7 @@ def probe(url: str, path: str) -> httpx.Response:
 
 
 def test_the_probes_are_answered_while_every_api_connection_is_held(redis_url: str, tmp_path: Path) -> None:
-    limits = ServerLimits(header_timeout=600.0, max_connections=CAP, backlog=8)
+    limits = ServerLimits(header_timeout=600.0, max_connections=CAP, backlog=8, head_grace=1200.0)
     with (
         make_world(redis_url, tmp_path, limits) as w,
         health_listener(w.state) as health,
