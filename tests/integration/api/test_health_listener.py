@@ -3,9 +3,9 @@
 A control API with a cap of four connections has all four held by a client that never finishes
 its request heads, with the API's eviction of such heads turned off (``head_grace`` past the header
 timeout: a flood the API port cannot shed); a fifth caller waits in the listen queue unanswered.
-Through all of it the probes' listener answers ``/healthz`` and ``/readyz`` every time, and it tells the truth: once
-Redis stops answering, ``/readyz`` is 503 while ``/healthz`` stays 200; once kopf stops, both are.
-Nothing else is served there. No timing is asserted: each answer gets a generous bound.
+Through all of it the probes' listener answers ``/healthz`` and ``/readyz`` every time, and it
+tells the truth: once Redis stops answering, ``/readyz`` is 503 while ``/healthz`` stays 200; once
+kopf stops, both are. Nothing else is served there. No timing is asserted: each answer gets a generous bound.
 """
 
 from __future__ import annotations
