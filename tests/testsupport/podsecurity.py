@@ -10,6 +10,7 @@ from typing import Any
 from agentihooks_operator.k8s.building.pods import Execution, Owner, build_worker_pod
 from agentihooks_operator.swarm import SwarmSpec
 
+#: The Swarm and the attempt every worker Pod of the Pod-building unit tests is built for.
 OWNER = Owner(name="example", namespace="team-a", uid="uid-1", controller="op-1")
 EX = Execution(
     execution_id="exe-" + "c" * 32,

@@ -21,8 +21,6 @@ from agentihooks_operator import worker_pod as wp
 from agentihooks_operator.k8s import crd
 from agentihooks_operator.k8s.building.podpolicy import TemplatePolicy, refusals
 from agentihooks_operator.k8s.building.pods import (
-    Execution,
-    Owner,
     build_launch_record,
     build_pod_spec,
     build_worker_pod,
@@ -32,18 +30,9 @@ from agentihooks_operator.k8s.building.podtemplate import apply_template, k8s_fi
 from agentihooks_operator.k8s.building.provider import ProviderCredential, ProviderCredentialError, select
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import ValidationError
+from testsupport.podsecurity import EX, OWNER
 
 ROOT = Path(__file__).resolve().parents[3]
-OWNER = Owner(name="example", namespace="team-a", uid="uid-1", controller="op-1")
-EX = Execution(
-    execution_id="exe-" + "c" * 32,
-    generation=1,
-    seat="eng-1",
-    task_id="t-1",
-    task_generation=1,
-    grant_id="grant-1",
-    controller_epoch=3,
-)
 KEY = "sk-ant-test-0123456789"
 B64 = base64.b64encode(KEY.encode()).decode()
 

@@ -5,21 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentihooks_operator.k8s.building.pods import CHECKPOINT_VOLUME, Execution, Owner, build_worker_pod
+from agentihooks_operator.k8s.building.pods import CHECKPOINT_VOLUME, build_worker_pod
 from agentihooks_operator.k8s.building.rootvolume import probe_refusal, root_refusal
 from agentihooks_operator.swarm import SwarmSpec
 from pydantic import ValidationError
-
-OWNER = Owner(name="example", namespace="team-a", uid="uid-1", controller="op-1")
-EX = Execution(
-    execution_id="exe-" + "c" * 32,
-    generation=1,
-    seat="eng-1",
-    task_id="t-1",
-    task_generation=1,
-    grant_id="grant-1",
-    controller_epoch=3,
-)
+from testsupport.podsecurity import EX, OWNER
 
 
 def spec(store: dict[str, Any], template: dict[str, Any] | None = None) -> SwarmSpec:
