@@ -203,7 +203,11 @@ async def node_case(
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "node-model-account"},
+            # lent to the namespace's Swarms by its owner (docs/security.md)
+            "metadata": {
+                "name": "node-model-account",
+                "labels": {"swarm.agentihooks.io/pod-template": "allowed"},
+            },
             "stringData": {"ANTHROPIC_API_KEY": DUMMY_ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": api.base_url},
         }
         spec = node_spec(worker_ref, git_url, realnode.POD_TEMPLATE)

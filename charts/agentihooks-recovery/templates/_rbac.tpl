@@ -34,6 +34,11 @@ tests recorded: nothing missing, nothing extra. Every rule says why the operator
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "create", "patch", "delete"]
+# PersistentVolumeClaims: read by name before a launch, only for their labels: a Swarm may mount or
+# clone a claim, or keep checkpoints on one, only when its owner lent it (docs/security.md).
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get"]
 # Events: every fence, decision, replacement and outcome is reported as an Event.
 - apiGroups: [""]
   resources: ["events"]

@@ -100,6 +100,9 @@ class OperatorConfig(BaseSettings):
     operator_pod_selector: str = ""
     #: Secrets a Pod template may use without carrying the opt-in label (comma-separated names).
     worker_secrets: str = ""
+    #: PersistentVolumeClaims a Swarm may mount, clone or keep checkpoints on without the opt-in label
+    #: (comma-separated names; k8s/building/borrowing.py).
+    worker_claims: str = ""
     #: Let Swarms of ``operator_namespace`` launch Pods (off: such a Swarm's launches are blocked,
     #: naming the rule; that namespace holds the operator's account and the Redis password).
     allow_operator_namespace: bool = False
@@ -132,6 +135,7 @@ class OperatorConfig(BaseSettings):
             self.operator_namespace,
             self.allow_operator_namespace,
             excluded=self.excluded_namespaces,
+            claims=self.worker_claims,
         )
 
     @property

@@ -52,6 +52,7 @@ from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
 from .building import restricted
+from .building.borrowing import checkpoint_claim_refusal
 from .building.podpolicy import TemplatePolicy, refusals
 from .building.pods import (
     Execution,
@@ -259,15 +260,17 @@ class KubernetesLauncher:
         where = self.policy.namespace_refusal(self.owner.namespace)
         if where is not None:
             raise LaunchBlocked(f"{where}; nothing is launched there", reason="namespace")
+        secrets, claims = self._secret_labels, self._claim_labels
+        store = spec.checkpoint_store
+        lent = checkpoint_claim_refusal(
+            store.claim if store.root and not store.remote else None, claims, self.policy.claims
+        )
+        if lent is not None:
+            raise LaunchBlocked(f"{lent}; nothing is launched until it is fixed", reason="template")
         if spec.pod_template is None:
             return
         template = spec.pod_template.model_dump(by_alias=True, exclude_none=True)
-
-        def labels(name: str) -> dict[str, str] | None:
-            obj = self.kube.get("secrets", self.owner.namespace, name)
-            return None if obj is None else dict((obj.get("metadata") or {}).get("labels") or {})
-
-        refused = refusals(template, self.policy, self.owner.namespace, labels)
+        refused = refusals(template, self.policy, self.owner.namespace, secrets, claims)
         if refused:
             raise LaunchBlocked(
                 "the Swarm's Pod template is refused: " + "; ".join(refused) + "; nothing is launched "
@@ -275,13 +278,31 @@ class KubernetesLauncher:
                 reason="template",
             )
 
+    def _secret_labels(self, name: str) -> dict[str, str] | None:
+        """A Secret's labels in the Swarm's namespace (None: there is none)."""
+        return _labels_of(self.kube.get("secrets", self.owner.namespace, name))
+
+    def _claim_labels(self, name: str) -> dict[str, str] | None:
+        """A PersistentVolumeClaim's labels in the Swarm's namespace (None: there is none)."""
+        return _labels_of(self.kube.get("persistentvolumeclaims", self.owner.namespace, name))
+
     def _provider(self, spec: SwarmSpec, seat: str) -> ProviderCredential | None:
-        """The seat's provider credential, read now; :class:`LaunchBlocked` when it cannot be had."""
-        ref = spec.credentials_of(seat_of(spec, seat))
+        """The seat's provider credential, read now; :class:`LaunchBlocked` when it cannot be had (also
+        when its owner did not lend it to Swarms: :mod:`.building.borrowing`)."""
+        entry = seat_of(spec, seat)
+        ref = spec.credentials_of(entry)
         if ref is None:
             return None
+        path = f"seats[{seat}].credentials" if entry.credentials else "harness.credentials"
         try:
-            return read_provider(self.kube, self.owner.namespace, ref.secret_name, spec.harness.name)
+            return read_provider(
+                self.kube,
+                self.owner.namespace,
+                ref.secret_name,
+                spec.harness.name,
+                path=path,
+                listed=self.policy.secrets,
+            )
         except ProviderCredentialError as e:
             raise LaunchBlocked(f"{e}; nothing is launched until it is fixed", reason="credential") from e
 
@@ -428,3 +449,7 @@ class KubernetesLauncher:
 def _rbac(error: ApiError) -> bool:
     """A refusal by the authorizer (``User ... cannot create resource ...``), not by admission or quota."""
     return error.status == 403 and "cannot " in error.message
+
+
+def _labels_of(obj: dict[str, Any] | None) -> dict[str, str] | None:
+    return None if obj is None else dict((obj.get("metadata") or {}).get("labels") or {})

@@ -3,11 +3,14 @@
 An account that may write Swarms, but may not create Pods nor read Secrets, tries every trick of a
 Pod template that would borrow the operator's rights: the operator's ServiceAccount, a mounted token,
 Secrets it cannot read (volume, projected, ``envFrom``, ``secretKeyRef``), the labels the chart's
-NetworkPolicies admit to Redis, a privileged or host-mounting container. Each is refused: at
+NetworkPolicies admit to Redis, a privileged or host-mounting container, and the namespace's data and
+credentials a Pod author would need rights for: a PersistentVolumeClaim mounted, cloned into an
+``ephemeral`` volume or kept as the checkpoint store, an ``imagePullSecrets`` entry, a provider Secret
+(``harness.credentials``). Each is refused: at
 admission by the CRD's CEL rules where the rule is static (422, the message naming the field, no
 Swarm stored), otherwise by the operator before it creates anything (the seat's card and a
 ``LaunchBlocked`` Event name the field and the rule; no Pod, Secret or ConfigMap is created). A
-Secret its owner opted in with ``swarm.agentihooks.io/pod-template: allowed`` is usable, once.
+Secret or claim its owner opted in with ``swarm.agentihooks.io/pod-template: allowed`` is usable, once.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from .flows import running_seat
 
 SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
 AUTHOR = "swarm-author"
+OPT_IN = {"swarm.agentihooks.io/pod-template": "allowed"}
+TEMPLATE = "the Swarm's Pod template is refused: "
 
 
 def _spec(template: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +82,7 @@ async def author(cluster: Cluster) -> Any:
             "subjects": [{"kind": "ServiceAccount", "name": AUTHOR, "namespace": ns}],
         },
     )
-    for name, labels in (("redis-auth", {}), ("team-ca", {"swarm.agentihooks.io/pod-template": "allowed"})):
+    for name, labels in (("redis-auth", {}), ("team-ca", OPT_IN)):
         await _admin(
             cluster,
             f"/api/v1/namespaces/{ns}/secrets",
@@ -86,6 +91,17 @@ async def author(cluster: Cluster) -> Any:
                 "kind": "Secret",
                 "metadata": {"name": name, "labels": labels},
                 "stringData": {"password": "hunter2-not-for-swarm-authors"},
+            },
+        )
+    for name, labels in (("team-data", {}), ("lent-data", OPT_IN)):
+        await _admin(
+            cluster,
+            f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}},
             },
         )
     token = service_account_token(cluster.plane, ns, AUTHOR)
@@ -99,7 +115,15 @@ async def author(cluster: Cluster) -> Any:
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}
         assert (await http.post(f"/api/v1/namespaces/{ns}/pods", json=pod)).status_code == 403
         assert (await http.get(f"/api/v1/namespaces/{ns}/secrets/redis-auth")).status_code == 403
+        assert (
+            await http.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/team-data")
+        ).status_code == 403
         yield http
+
+
+def _ephemeral(**claim: Any) -> dict[str, Any]:
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}, **claim}
+    return {"name": "w", "ephemeral": {"volumeClaimTemplate": {"spec": spec}}}
 
 
 STATIC = [
@@ -123,6 +147,54 @@ STATIC = [
     ),
     ({"spec": {"securityContext": {"runAsUser": 0}}}, "runAsUser: never root"),
     ({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}, "never unconfined"),
+    (
+        {
+            "spec": {
+                "volumes": [
+                    _ephemeral(
+                        dataSource={
+                            "kind": "VolumeSnapshot",
+                            "name": "s",
+                            "apiGroup": "snapshot.storage.k8s.io",
+                        }
+                    )
+                ]
+            }
+        },
+        "spec.dataSource: an ephemeral volume may be made from a PersistentVolumeClaim",
+    ),
+    (
+        {
+            "spec": {
+                "volumes": [
+                    _ephemeral(
+                        dataSourceRef={"kind": "PersistentVolumeClaim", "name": "x", "namespace": "other"}
+                    )
+                ]
+            }
+        },
+        "dataSourceRef.namespace: a Swarm clones claims of its own namespace only",
+    ),
+    ({"spec": {"volumes": [_ephemeral(volumeName="pv-1")]}}, "spec.volumeName: a Swarm's ephemeral volume"),
+    ({"spec": {"volumes": [_ephemeral(selector={"matchLabels": {"a": "b"}})]}}, "spec.selector: a Swarm's"),
+    ({"spec": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}}, "appArmorProfile: a worker"),
+    (
+        {"spec": {"container": {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}}},
+        "seLinuxOptions: only the container SELinux types",
+    ),
+    (
+        {"spec": {"securityContext": {"windowsOptions": {"hostProcess": True}}}},
+        "windowsOptions.hostProcess: a worker is never a host process",
+    ),
+    ({"spec": {"container": {"securityContext": {"procMount": "Unmasked"}}}}, "procMount: only the Default"),
+    (
+        {"spec": {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}}},
+        "sysctls: only the safe sysctls",
+    ),
+    (
+        {"spec": {"container": {"securityContext": {"capabilities": {"drop": ["NET_RAW"]}}}}},
+        "capabilities.drop: must include ALL",
+    ),
     ({"metadata": {"labels": {"app.kubernetes.io/component": "operator"}}}, "app.kubernetes.io/component"),
     ({"metadata": {"labels": {"app.kubernetes.io/component": "redis"}}}, "app.kubernetes.io/component"),
 ]
@@ -157,7 +229,49 @@ async def _blocked_event(cluster: Cluster, swarm: str, text: str) -> bool:
     )
 
 
-def _tricks(operator_account: str) -> list[tuple[str, dict[str, Any], str]]:
+def _borrowings() -> list[tuple[str, dict[str, Any], str, str]]:
+    """``(name, spec, text, card prefix)``: the namespace's data and credentials, never lent."""
+    unlent = "may be used by a Swarm only when it carries the label swarm.agentihooks.io/pod-template"
+    vols = "podTemplate.spec.volumes"
+    provider = swarm_spec()
+    provider["harness"]["credentials"] = {"secretName": "redis-auth"}
+    store = swarm_spec()
+    store["checkpointStore"] = {"root": "/checkpoints", "claim": "team-data"}
+    clone = {"kind": "PersistentVolumeClaim", "name": "team-data"}
+    return [
+        (
+            "claim",
+            _spec(
+                {"spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "team-data"}}]}}
+            ),
+            f"{vols}[d].persistentVolumeClaim: PersistentVolumeClaim 'team-data' {unlent}",
+            TEMPLATE,
+        ),
+        (
+            "clone",
+            _spec({"spec": {"volumes": [_ephemeral(dataSource=clone)]}}),
+            f"{vols}[w].ephemeral.volumeClaimTemplate.spec.dataSource: PersistentVolumeClaim 'team-data'",
+            TEMPLATE,
+        ),
+        (
+            "pull",
+            _spec({"spec": {"imagePullSecrets": [{"name": "redis-auth"}]}}),
+            f"podTemplate.spec.imagePullSecrets[0]: Secret 'redis-auth' {unlent}",
+            TEMPLATE,
+        ),
+        ("store", store, f"checkpointStore.claim: PersistentVolumeClaim 'team-data' {unlent}", "checkpoint"),
+        ("provider", provider, f"harness.credentials: Secret 'redis-auth' {unlent}", "harness"),
+    ]
+
+
+def _tricks(operator_account: str) -> list[tuple[str, dict[str, Any], str, str]]:
+    """``(name, spec, text, card prefix)``, the Pod template's tricks first."""
+    return [
+        (n, _spec(t), text, TEMPLATE) for n, t, text in _template_tricks(operator_account)
+    ] + _borrowings()
+
+
+def _template_tricks(operator_account: str) -> list[tuple[str, dict[str, Any], str]]:
     c = "podTemplate.spec.container"
     return [
         ("op-sa", {"spec": {"serviceAccountName": operator_account}}, "the operator's own ServiceAccount"),
@@ -213,16 +327,16 @@ async def test_the_operator_refuses_what_admission_cannot_know_and_creates_nothi
         "allow_operator_namespace": True,
     }
     async with running_operator(cluster, redis_url, **settings):
-        for name, template, _ in tricks:
+        for name, spec, _, _ in tricks:
             body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": name}}
-            r = await author.post(SWARMS.format(ns=ns), json={**body, "spec": _spec(template)})
+            r = await author.post(SWARMS.format(ns=ns), json={**body, "spec": spec})
             assert r.status_code == 201, r.text  # admission cannot know the cluster's accounts or Secrets
-        for name, _, text in tricks:
+        for name, _, text, prefix in tricks:
             card = await eventually(lambda n=name, t=text: _blocked(cluster, n, t), what=f"{name}: card")
-            assert card["launch_blocked"].startswith("the Swarm's Pod template is refused: ")
+            assert card["launch_blocked"].startswith(prefix), card
             assert "hunter2" not in str(card)
         # the card is written before the Event is posted: wait for each swarm's Event, then read them all
-        for name, _, text in tricks:
+        for name, _, text, _ in tricks:
             await eventually(lambda n=name, t=text: _blocked_event(cluster, n, t), what=f"{name}: event")
         events = [e for e in await cluster.events() if e["reason"] == "LaunchBlocked"]
         assert not any("hunter2" in str(e) for e in events)
@@ -256,15 +370,26 @@ async def test_a_swarm_in_the_operators_own_namespace_gets_no_pods(
     assert await cluster.pods() == []
 
 
-async def test_a_secret_its_owner_opted_in_is_usable(
+async def test_a_secret_and_a_claim_their_owners_opted_in_are_usable(
     cluster: Cluster, author: httpx.AsyncClient, kubelet: Kubelet, redis_url: str
 ) -> None:
-    template = {"spec": {"volumes": [{"name": "ca", "secret": {"secretName": "team-ca"}}]}}
+    template = {
+        "spec": {
+            "volumes": [
+                {"name": "ca", "secret": {"secretName": "team-ca"}},
+                {"name": "data", "persistentVolumeClaim": {"claimName": "lent-data"}},
+                _ephemeral(dataSource={"kind": "PersistentVolumeClaim", "name": "lent-data"}),
+            ],
+            "imagePullSecrets": [{"name": "team-ca"}],
+        }
+    }
     body = {"apiVersion": "agentihooks.io/v1alpha1", "kind": "Swarm", "metadata": {"name": "opted"}}
     async with running_operator(cluster, redis_url):
         r = await author.post(SWARMS.format(ns=cluster.namespace), json={**body, "spec": _spec(template)})
         assert r.status_code == 201, r.text
         pod = await running_seat(cluster, kubelet, "opted")
-        (ca,) = [v for v in pod["spec"]["volumes"] if v["name"] == "ca"]
-        assert ca["secret"]["secretName"] == "team-ca"
+        volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+        assert volumes["ca"]["secret"]["secretName"] == "team-ca"
+        assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "lent-data"
+        assert pod["spec"]["imagePullSecrets"] == [{"name": "team-ca"}]
     assert cluster.count("create", "pods") == 1

@@ -87,7 +87,8 @@ async def _admin_create(cluster: Cluster, path: str, body: dict[str, Any]) -> di
 
 async def _credential_secret(cluster: Cluster, data: dict[str, str]) -> None:
     """The user's provider credential Secret (created by the admin, as a user would with kubectl)."""
-    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "anthropic"}, "stringData": data}
+    meta = {"name": "anthropic", "labels": {"swarm.agentihooks.io/pod-template": "allowed"}}  # lent
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": data}
     path = f"/api/v1/namespaces/{cluster.namespace}/secrets"
     if await cluster.get(f"{path}/anthropic") is None:
         await _admin_create(cluster, path, body)
@@ -159,7 +160,9 @@ async def test_a_templated_worker_pod_is_admitted_under_restricted_and_keeps_the
         cluster, {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": BASE_URL, "unrelated": "x"}
     )
     # The cluster operator lets worker Pods run as agent-runner (chart: workerPods.serviceAccounts).
-    async with running_operator(cluster, redis_url, worker_service_accounts="agent-runner"):
+    # the pull Secret is lent by the cluster operator's list, the provider Secret by its owner's label
+    lent = {"worker_service_accounts": "agent-runner", "worker_secrets": "registry-credentials"}
+    async with running_operator(cluster, redis_url, **lent):
         await cluster.create_swarm("tmpl", _with(podTemplate=TEMPLATE))
         pod = await running_seat(cluster, kubelet, "tmpl")  # created, so admitted under restricted
         execution = eid(pod)
@@ -329,21 +332,21 @@ async def test_a_template_that_breaks_restricted_is_refused_by_admission_and_sho
     cluster: Cluster, redis_url: str
 ) -> None:
     await _credential_secret(cluster, {"ANTHROPIC_API_KEY": KEY})
-    # (An escalation the CRD itself refuses, such as allowPrivilegeEscalation, never gets this far:
-    # test_escalation_probe.py.) Dropping no capability breaks restricted too. Admission would say so in
-    # this namespace; the operator says so first, whatever the namespace's labels
+    # (An escalation the CRD itself refuses, such as allowPrivilegeEscalation or a drop without ALL,
+    # never gets this far: test_escalation_probe.py.) An AppArmor annotation that unconfines the
+    # container is only an annotation to the CRD but breaks restricted. Admission would say so in this
+    # namespace; the operator says so first, whatever the namespace's labels
     # (test_restricted_profile_real.py: in a namespace without them), and sends no Pod.
-    privileged = {"spec": {"container": {"securityContext": {"capabilities": {"drop": []}}}}}
+    unconfined = "container.apparmor.security.beta.kubernetes.io/agent"
+    privileged = {"metadata": {"annotations": {unconfined: "unconfined"}}}
     async with running_operator(cluster, redis_url):
         await cluster.create_swarm("priv", _with(podTemplate=privileged))
         card = await eventually(
             lambda: _blocked_card(cluster, "priv", "restricted profile"), what="card naming the refusal"
         )
         assert card["launch_blocked"].startswith("the worker Pod would break the Pod Security restricted")
-        assert (
-            "spec.containers[agent].securityContext.capabilities.drop: must include ALL"
-            in (card["launch_blocked"])
-        )
+        said = f"metadata.annotations[{unconfined}]: AppArmor may only be runtime/default or localhost/*"
+        assert said in card["launch_blocked"]
         event = (await eventually(lambda: _events(cluster, "LaunchBlocked"), what="LaunchBlocked Event"))[0]
         assert event["type"] == "Warning" and "restricted profile" in event["message"]
         assert await cluster.pods("priv") == []

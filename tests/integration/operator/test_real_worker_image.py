@@ -167,7 +167,13 @@ async def _account(cluster: Cluster, name: str, api: ModelApi, harness: str = "c
         if harness == "claude"
         else {"OPENAI_API_KEY": DUMMY_OPENAI_KEY, "config.toml": api.codex_config()}
     )
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data}
+    lent = {"swarm.agentihooks.io/pod-template": "allowed"}  # its owner lends it to the namespace's Swarms
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "labels": lent},
+        "stringData": data,
+    }
     r = await cluster.http.post(f"/api/v1/namespaces/{cluster.namespace}/secrets", json=secret)
     assert r.status_code == 201, r.text
 

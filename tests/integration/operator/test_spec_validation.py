@@ -217,6 +217,19 @@ async def test_a_root_no_volume_holds_is_refused_until_a_claim_is_named(
         await asyncio.sleep(1.0)  # a few pass intervals: still nothing may launch
         assert await cluster.pods("rooted") == []
         assert cluster.count("create", "pods") == 0
+        claim = {  # the claim's owner lends it to the namespace's Swarms (docs/security.md)
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": "rooted-checkpoints",
+                "labels": {"swarm.agentihooks.io/pod-template": "allowed"},
+            },
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}},
+        }
+        r = await cluster.http.post(
+            f"/api/v1/namespaces/{cluster.namespace}/persistentvolumeclaims", json=claim
+        )
+        assert r.status_code == 201, r.text
         r = await cluster.http.patch(
             f"/apis/agentihooks.io/v1alpha1/namespaces/{cluster.namespace}/swarms/rooted",
             json={"spec": {"checkpointStore": {"root": "/checkpoints", "claim": "rooted-checkpoints"}}},

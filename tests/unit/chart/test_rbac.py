@@ -21,7 +21,7 @@ from testsupport.helm import NAMESPACE, ROOT, Helm, by_kind, one, value_sets, wi
 OBSERVED_FILE = ROOT / "tests" / "integration" / "operator" / "observed-api-calls.json"
 OPERATOR_SRC = ROOT / "operator" / "agentihooks_operator"
 CLUSTER_SCOPED = {("", "nodes")}
-CORE = {"pods", "secrets", "configmaps", "events", "nodes", "namespaces"}
+CORE = {"pods", "secrets", "configmaps", "events", "nodes", "namespaces", "persistentvolumeclaims"}
 # `kube.get("secrets", ...`, `self.kube.get(...`, `memo["kube"].get(...`; the launcher's
 # `self._create("secrets", ...)` wraps kube.create.
 CALL = re.compile(r"\bkube(?:\"\])?\.(get|list|create|patch|delete)\(\s*\"(\w+)\"|\b_create\(\s*\"(\w+)\"")

@@ -530,7 +530,19 @@ def test_read_says_why_a_secret_cannot_be_had() -> None:
     flaky = ApiError(503, "GET", "/api/v1/namespaces/team-a/secrets/anthropic", "Service Unavailable")
     with pytest.raises(ApiError):  # a retry may cure it: not a blocked launch
         read(_Kube(flaky), "team-a", "anthropic", "claude")  # type: ignore[arg-type]
-    got = read(_Kube(_secret(CLAUDE_CODE_OAUTH_TOKEN=B64)), "team-a", "anthropic", "claude")  # type: ignore[arg-type]
+    unlent = _Kube(_secret(CLAUDE_CODE_OAUTH_TOKEN=B64))
+    with pytest.raises(ProviderCredentialError) as caught:  # its owner did not lend it to Swarms
+        read(unlent, "team-a", "anthropic", "claude", path="seats[eng-1].credentials")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "seats[eng-1].credentials: Secret 'anthropic' may be used by a Swarm only when it carries the "
+        "label swarm.agentihooks.io/pod-template=allowed (or the cluster operator lists it in "
+        "AGENTIHOOKS_WORKER_SECRETS)"
+    )
+    got = read(unlent, "team-a", "anthropic", "claude", listed=frozenset({"anthropic"}))  # type: ignore[arg-type]
+    assert got.env == ("CLAUDE_CODE_OAUTH_TOKEN",)
+    lent = _secret(CLAUDE_CODE_OAUTH_TOKEN=B64)
+    lent["metadata"]["labels"] = {"swarm.agentihooks.io/pod-template": "allowed"}
+    got = read(_Kube(lent), "team-a", "anthropic", "claude")  # type: ignore[arg-type]
     assert got.env == ("CLAUDE_CODE_OAUTH_TOKEN",)
 
 

@@ -14,10 +14,12 @@ The rule:
   operator's own (``AGENTIHOOKS_OPERATOR_SERVICE_ACCOUNT``), even when allowed by mistake.
 - ``automountServiceAccountToken`` is never true, and no projected ServiceAccount token.
 - Volumes only of the kinds in :data:`VOLUME_KINDS` (no hostPath, no network filesystems).
-- A Secret (volume, projected source, ``envFrom``, ``secretKeyRef``) only when its owner opted it in
+- A Secret (volume, projected source, ``envFrom``, ``secretKeyRef``, ``imagePullSecrets``) or a claim
+  (``persistentVolumeClaim``, an ``ephemeral`` volume's ``dataSource``) only when its owner lent it
   with the label ``swarm.agentihooks.io/pod-template: allowed``, or the cluster operator listed it
-  (``AGENTIHOOKS_WORKER_SECRETS``). Creating Pods needs no right to read the Secrets they mount, which
-  is exactly what a Swarm-only author must not borrow.
+  (``AGENTIHOOKS_WORKER_SECRETS``, ``AGENTIHOOKS_WORKER_CLAIMS``): :mod:`.borrowing`. Creating Pods
+  needs no right to read the Secrets and claims they mount, which is exactly what a Swarm-only author
+  must not borrow.
 - No ``app.kubernetes.io/component`` label ``operator`` or ``redis`` (the chart's selectors).
 - No privileged container, privilege escalation, added capability but ``NET_BIND_SERVICE``, root
   user, ``runAsNonRoot: false`` or unconfined seccomp.
@@ -25,11 +27,11 @@ The rule:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ... import worker_pod as wp
+from .borrowing import OPT_IN, Labels, claim_refs, clone_refusals, not_lent, pull_secret_refs
 
 #: Volume kinds a template may use; every other kind of the Kubernetes Volume is refused.
 VOLUME_KINDS = (
@@ -47,7 +49,7 @@ PROJECTED_SOURCES = ("configMap", "secret", "downwardAPI")
 COMPONENT_LABEL = "app.kubernetes.io/component"
 RESERVED_COMPONENTS = ("operator", "redis")
 #: The label (and value) a Secret's owner puts on it so Swarm Pod templates may use it.
-SECRET_OPT_IN = (f"{wp.DOMAIN}/pod-template", "allowed")
+SECRET_OPT_IN = OPT_IN
 #: Capabilities a container may add (the only one Pod Security ``restricted`` allows).
 ADDABLE_CAPABILITIES = ("NET_BIND_SERVICE",)
 
@@ -59,6 +61,8 @@ class TemplatePolicy:
     service_accounts: frozenset[str] = frozenset()
     operator_account: tuple[str, str] | None = None  # (namespace, name)
     secrets: frozenset[str] = frozenset()
+    #: Claims of any watched namespace a Swarm may use without the opt-in label.
+    claims: frozenset[str] = frozenset()
     #: The operator's own namespace, which holds its ServiceAccount and (in the chart) the Redis
     #: password: no Swarm runs there unless ``allow_operator_namespace``.
     operator_namespace: str | None = None
@@ -96,6 +100,7 @@ class TemplatePolicy:
         allow_own_namespace: bool = False,
         *,
         excluded: str = "",
+        claims: str = "",
     ) -> TemplatePolicy:
         """From comma-separated names; ``operator_account`` is ``name`` or ``namespace/name``."""
         op: tuple[str, str] | None = None
@@ -106,6 +111,7 @@ class TemplatePolicy:
             service_accounts=frozenset(a.strip() for a in accounts.split(",") if a.strip()),
             operator_account=op,
             secrets=frozenset(s.strip() for s in secrets.split(",") if s.strip()),
+            claims=frozenset(c.strip() for c in claims.split(",") if c.strip()),
             operator_namespace=own_namespace.strip() or None,
             allow_operator_namespace=allow_own_namespace,
             excluded_namespaces=frozenset(n.strip() for n in excluded.split(",") if n.strip()),
@@ -138,15 +144,17 @@ def refusals(
     template: Mapping[str, Any] | None,
     policy: TemplatePolicy,
     namespace: str,
-    secret_labels: Callable[[str], Mapping[str, str] | None],
+    secret_labels: Labels,
+    claim_labels: Labels | None = None,
 ) -> list[str]:
     """Every way ``template`` (``podTemplate`` as stored) breaks the rule, as ``field: rule`` texts.
 
-    ``secret_labels(name)`` gives a Secret's labels in ``namespace`` (None: no such Secret).
+    ``secret_labels(name)`` and ``claim_labels(name)`` give a Secret's or a claim's labels in
+    ``namespace`` (None: no such object; no ``claim_labels``: no claim is lent but the listed ones).
     """
     if not template:
         return []
-    out: list[str] = []
+    out: list[str | None] = []
     spec = template.get("spec") or {}
     out += _account(spec, policy, namespace)
     for i, v in enumerate(spec.get("volumes") or []):
@@ -164,16 +172,29 @@ def refusals(
                     f"podTemplate.spec.volumes[{v.get('name', i)}].projected.sources[{j}]: a {odd[0]} "
                     "source is not allowed in a Swarm (worker Pods carry no Kubernetes credential)"
                 )
-    for path, name in secret_refs(template):
-        if name in policy.secrets:
-            continue
-        labels = secret_labels(name)
-        key, value = SECRET_OPT_IN
-        if labels is None or labels.get(key) != value:
-            out.append(
-                f"{path}: Secret {name!r} may be used by a Swarm only when it carries the label "
-                f"{key}={value} (or the cluster operator lists it in AGENTIHOOKS_WORKER_SECRETS)"
+    out += clone_refusals(template)
+    for path, name in (*secret_refs(template), *pull_secret_refs(template)):
+        out.append(
+            not_lent(
+                path,
+                "Secret",
+                name,
+                secret_labels,
+                listed=policy.secrets,
+                setting="AGENTIHOOKS_WORKER_SECRETS",
             )
+        )
+    for path, name in claim_refs(template):
+        out.append(
+            not_lent(
+                path,
+                "PersistentVolumeClaim",
+                name,
+                claim_labels or _none,
+                listed=policy.claims,
+                setting="AGENTIHOOKS_WORKER_CLAIMS",
+            )
+        )
     labels = (template.get("metadata") or {}).get("labels") or {}
     if labels.get(COMPONENT_LABEL) in RESERVED_COMPONENTS:
         out.append(
@@ -186,7 +207,11 @@ def refusals(
         (spec.get("container") or {}).get("securityContext") or {},
         container=True,
     )
-    return out
+    return [r for r in out if r is not None]
+
+
+def _none(_: str) -> None:
+    return None
 
 
 def _account(spec: Mapping[str, Any], policy: TemplatePolicy, namespace: str) -> list[str]:

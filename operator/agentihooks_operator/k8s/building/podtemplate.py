@@ -27,7 +27,9 @@ from typing import Any
 
 from ... import worker_pod as wp
 from ...swarm import PodTemplate
+from . import borrowing
 from . import podpolicy as pp
+from . import restricted as rs
 
 #: The CRD's schema marker value of ``spec.podTemplate`` (see :data:`~..swarm.SCHEMA_MARK`).
 MARK = "podTemplate"
@@ -108,6 +110,34 @@ def _escalation_rules(k8s: dict[str, Any], container: dict[str, Any]) -> None:
             f"podTemplate.spec.volumes: only {', '.join(pp.VOLUME_KINDS)} volumes are allowed in a Swarm",
         )
     )
+    claim = item["properties"]["ephemeral"]["properties"]["volumeClaimTemplate"]["properties"]["spec"]
+    kinds = _quoted(list(borrowing.CLONE_KINDS))
+    claim.setdefault("x-kubernetes-validations", []).extend(
+        [
+            *(
+                _rule(
+                    f"!has(self.{key}) || (self.{key}.kind in {kinds} && "
+                    f"(!has(self.{key}.apiGroup) || self.{key}.apiGroup == ''))",
+                    f"podTemplate.spec.volumes.ephemeral.volumeClaimTemplate.spec.{key}: an ephemeral volume "
+                    "may be made from a PersistentVolumeClaim (one its owner lent) and nothing else",
+                )
+                for key in ("dataSource", "dataSourceRef")
+            ),
+            _rule(
+                "!has(self.dataSourceRef) || !has(self.dataSourceRef.__namespace__)",
+                "podTemplate.spec.volumes.ephemeral.volumeClaimTemplate.spec.dataSourceRef.namespace: "
+                "a Swarm clones claims of its own namespace only",
+            ),
+            *(
+                _rule(
+                    f"!has(self.{key})",
+                    f"podTemplate.spec.volumes.ephemeral.volumeClaimTemplate.spec.{key}: a Swarm's ephemeral "
+                    "volume is provisioned new, never bound to an existing volume",
+                )
+                for key in borrowing.BINDING_FIELDS
+            ),
+        ]
+    )
     sources = item["properties"]["projected"]["properties"]["sources"]
     sources["maxItems"] = 16
     source = sources["items"]
@@ -132,6 +162,7 @@ def _escalation_rules(k8s: dict[str, Any], container: dict[str, Any]) -> None:
                 f"{where}.seccompProfile: a worker is never unconfined",
             ),
         ]
+        rules += _restricted_rules(where, sc, container="privileged" in sc["properties"])
         if "privileged" in sc["properties"]:
             sc["properties"]["capabilities"]["properties"]["add"]["maxItems"] = 64
             add = _quoted(list(pp.ADDABLE_CAPABILITIES))
@@ -148,6 +179,50 @@ def _escalation_rules(k8s: dict[str, Any], container: dict[str, Any]) -> None:
                 ),
             ]
         sc.setdefault("x-kubernetes-validations", []).extend(rules)
+
+
+def _restricted_rules(where: str, sc: dict[str, Any], *, container: bool) -> list[dict[str, str]]:
+    """The Pod Security ``restricted`` controls a template's securityContext can break on its own
+    (:mod:`.restricted` checks the whole Pod the operator would create, whatever admission let in)."""
+    types = _quoted(sorted(rs.SELINUX_TYPES))
+    rules = [
+        _rule(
+            "!has(self.appArmorProfile) || self.appArmorProfile.type != 'Unconfined'",
+            f"{where}.appArmorProfile: a worker is never unconfined",
+        ),
+        _rule(
+            f"!has(self.seLinuxOptions) || ((!has(self.seLinuxOptions.type) || self.seLinuxOptions.type in "
+            f"{types}) && !has(self.seLinuxOptions.user) && !has(self.seLinuxOptions.role))",
+            f"{where}.seLinuxOptions: only the container SELinux types, and no user or role",
+        ),
+        _rule(
+            "!has(self.windowsOptions) || !has(self.windowsOptions.hostProcess) || "
+            "!self.windowsOptions.hostProcess",
+            f"{where}.windowsOptions.hostProcess: a worker is never a host process",
+        ),
+    ]
+    if container:
+        rules += [
+            _rule(
+                "!has(self.procMount) || self.procMount == 'Default'",
+                f"{where}.procMount: only the Default /proc mount",
+            ),
+            _rule(
+                "!has(self.capabilities) || !has(self.capabilities.drop) || 'ALL' in self.capabilities.drop",
+                f"{where}.capabilities.drop: must include ALL when given (or leave it to the operator)",
+            ),
+        ]
+        sc["properties"]["capabilities"]["properties"]["drop"]["maxItems"] = 64
+    else:
+        sysctls = sc["properties"]["sysctls"]
+        sysctls["maxItems"] = 32
+        rules.append(
+            _rule(
+                f"!has(self.sysctls) || self.sysctls.all(s, s.name in {_quoted(sorted(rs.SAFE_SYSCTLS))})",
+                f"{where}.sysctls: only the safe sysctls of the restricted profile",
+            )
+        )
+    return rules
 
 
 def template_schema() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 from ... import worker_pod as wp
 from ..client import KubeClient, describe_refusal
 from ..errors import ApiError
+from .borrowing import provider_refusal
 
 
 class ProviderCredentialError(Exception):
@@ -70,8 +71,17 @@ def select(harness: str, secret: str, obj: Mapping[str, Any]) -> ProviderCredent
     return ProviderCredential(secret=secret, env=tuple(env), files=tuple(mounted), data=copied)
 
 
-def read(kube: KubeClient, namespace: str, secret: str, harness: str) -> ProviderCredential:
-    """Read Secret ``secret`` and :func:`select` from it; every failure is a
+def read(
+    kube: KubeClient,
+    namespace: str,
+    secret: str,
+    harness: str,
+    *,
+    path: str = "harness.credentials",
+    listed: frozenset[str] = frozenset(),
+) -> ProviderCredential:
+    """Read Secret ``secret`` and :func:`select` from it, once its owner lent it to Swarms (the opt-in
+    label, or ``listed`` by the cluster operator: :mod:`.borrowing`); every failure is a
     :class:`ProviderCredentialError` whose message says what to fix, except API errors that a retry
     may cure (5xx, unreachable), which stay :class:`ApiError`."""
     try:
@@ -86,4 +96,7 @@ def read(kube: KubeClient, namespace: str, secret: str, harness: str) -> Provide
         raise ProviderCredentialError(
             f'provider credential Secret "{secret}" does not exist in namespace "{namespace}"'
         )
+    refused = provider_refusal(path, secret, (obj.get("metadata") or {}).get("labels") or {}, listed)
+    if refused is not None:
+        raise ProviderCredentialError(refused)
     return select(harness, secret, obj)
