@@ -30,6 +30,8 @@ the node address; found this way: ``seats[].repository`` never reached the worke
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import subprocess
 import threading
@@ -37,11 +39,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import redis
 from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
 from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY, DUMMY_OPENAI_KEY
+from testsupport import procscan
 from testsupport.checkpoints import make_repo
 from testsupport.images import project_images
 from testsupport.kube import eventually, operator_process, running_operator
@@ -49,6 +54,7 @@ from testsupport.model_api import HOLD, Flood, ModelApi, Reply, ToolCall, overla
 from testsupport.nodediag import diagnose
 from testsupport.realcluster import RealCluster as Cluster
 from testsupport.realnode import NODE_IP, POD_TEMPLATE, proc_status
+from testsupport.recovery import keys_of
 from testsupport.redis_server import free_port
 
 from .conftest import swarm_spec
@@ -141,6 +147,7 @@ def _worker_process() -> Path | None:
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             worker = any(a.endswith(b"agentihooks-worker") for a in argv) and b"boot" in argv
+            worker = worker and not argv[0].endswith(b"tini")  # the init that started it has its argv too
             in_pod = b"kubepods" in (proc / "cgroup").read_bytes()
             if worker and in_pod and b"AGENTIHOOKS_LAUNCH_RECORD=" in (proc / "environ").read_bytes():
                 return proc
@@ -372,3 +379,88 @@ async def test_a_seat_resumes_natively_in_the_real_worker_image_after_the_kernel
 
     assert cluster.created("pods", f"swarm-{eid(second)}") == 1
     assert cluster.count("create", "pods") == 2
+
+
+async def test_no_process_the_agent_can_read_holds_the_workers_credential(
+    cluster: Cluster, real_node: Any, worker_ref: str, git_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """Issue 48, item 1, in the real worker image on the real node, as the agent would look.
+
+    The real Claude Code holds a request open while the worker captures every 0.5 s (each capture runs
+    ``git``). Root reads the worker's memory and finds its live credential there (the one whose sha256
+    the controller stores): the search is not blind. Then, as the harness's user inside the container,
+    every ``/proc/*/environ``, ``cmdline`` and readable ``mem`` is searched for it, round after round,
+    until a round has seen a ``git`` of a capture running: it is found nowhere. The credential the Pod
+    was started with is still in ``tini``'s environment (pid 1), and that scan finds it there; it was
+    traded at boot, and the control API refuses it (401).
+    """
+    port = free_port()
+    env = {
+        "AGENTIHOOKS_CONTROL_PORT": str(port),
+        "AGENTIHOOKS_CONTROL_URL": f"http://{NODE_IP}:{port}",
+        "AGENTIHOOKS_CHECKPOINT_ROOT": str(tmp_path / "checkpoints"),
+    }
+    command, tool = HARNESSES["claude"]
+    with ModelApi([Reply("ack 1", tool), HOLD], host=NODE_IP) as api:
+        await _account(cluster, "scan-account", api)
+        spec = swarm_spec()
+        spec["image"] = worker_ref
+        spec["harness"]["credentials"] = {"secretName": "scan-account"}
+        spec["harness"]["command"] = command
+        spec["seats"][0]["project"] = "local:app"
+        spec["seats"][0]["repository"] = git_url
+        spec["checkpointStore"] = {"remote": True}
+        spec["podTemplate"] = _template("700Mi", capture_every="0.5")
+        await asyncio.to_thread(real_node.warm, worker_ref)
+        async with operator_process(cluster, redis_url, tmp_path, operator_id="op-scan", extra_env=env):
+            await cluster.create_swarm("scan", spec)
+            await eventually(
+                lambda: _found(next((q for q in api.snapshot() if q.held), None)),
+                timeout=240,
+                what="the real Claude Code's held request",
+            )
+            [pod] = await cluster.pods("scan")
+            ex = eid(pod)
+            secret = await cluster.get(
+                f"/api/v1/namespaces/{cluster.namespace}/secrets/swarm-{ex}-credential"
+            )
+            assert secret is not None
+            started_with = base64.b64decode(secret["data"]["token"])
+            client = redis.Redis.from_url(redis_url)
+            try:
+                digest = client.hget(keys_of(client, "scan").worker_credentials, ex)
+            finally:
+                client.close()
+            assert digest is not None and digest.decode() != hashlib.sha256(started_with).hexdigest()
+            worker = await eventually(lambda: _found(_worker_process()), timeout=30, what="the worker")
+            live = await asyncio.to_thread(procscan.tokens_in_memory, int(worker.name), {digest.decode()})
+            assert len(live) == 1, "the worker's own memory must hold its live credential"
+            [token] = live
+            cid = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
+            python = str((worker / "exe").readlink())
+            rounds: list[dict[str, Any]] = []
+
+            def scan() -> bool:
+                res = real_node.ctr(
+                    "tasks", "exec", "--exec-id", f"scan-{len(rounds)}", "--user", "1000", cid,
+                    python, "-c", procscan.SCANNER, "5", token.encode().hex(), started_with.hex(),
+                )  # fmt: skip
+                assert res.returncode == 0, res.stderr
+                rounds.append(json.loads(res.stdout.strip().splitlines()[-1]))
+                return len(rounds) >= 2 and any(r["git"] for r in rounds)
+
+            await eventually(
+                lambda: asyncio.to_thread(scan), timeout=120, what="a scan beside a capture's git"
+            )
+            async with httpx.AsyncClient(base_url=f"http://{NODE_IP}:{port}", timeout=10) as http:
+                r = await http.post(
+                    f"/v1/executions/{ex}/lease",
+                    json={},
+                    headers={"Authorization": f"Bearer {started_with.decode()}"},
+                )
+                assert r.status_code == 401, r.text  # traded at boot: it matches nothing
+    assert all(r["uid"] == 1000 for r in rounds)
+    assert [f for r in rounds for f in r["found"] if f["needle"] == 0] == [], rounds  # the live one: nowhere
+    inherited = {(f["pid"], f["file"]) for r in rounds for f in r["found"] if f["needle"] == 1}
+    assert ("1", "environ") in inherited, rounds  # the scan does see what it can read: tini's copy
+    assert all(r["read"]["environ"] and r["read"]["cmdline"] and r["denied"]["environ"] for r in rounds)
