@@ -7,6 +7,7 @@ token never reaches the operator's environment at all.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -46,6 +47,12 @@ class ApiConfig(BaseSettings):
     control_body_timeout: float = Field(default=30.0, gt=0, le=3600)
     #: Connections open at once; past it new clients wait in the listen queue (then are refused).
     control_max_connections: int = Field(default=256, ge=1, le=65536)
+    #: Connections one peer address may hold at once (0: no limit): one Pod, or one host flooding the
+    #: listener, keeps at most this many of the slots.
+    control_max_connections_per_source: int = Field(default=64, ge=0, le=65536)
+    #: Peer networks the per-source limit leaves alone (comma-separated CIDRs; by default loopback,
+    #: where ``kubectl port-forward`` brings every client from one address).
+    control_per_source_exempt: str = "127.0.0.0/8,::1/128"
     #: Length of the listen queue for clients waiting past the connection cap.
     control_backlog: int = Field(default=128, ge=1, le=65536)
     #: Longest request line and longest header line (bytes), and most header lines per request.
@@ -104,6 +111,21 @@ class ApiConfig(BaseSettings):
             raise ValueError("AGENTIHOOKS_OPERATOR_TOKEN_SHA256 must be 64 hex digits")
         return v.strip().lower() if v else None
 
+    @field_validator("control_per_source_exempt")
+    @classmethod
+    def _networks(cls, v: str) -> str:
+        for part in (n.strip() for n in v.split(",")):
+            if not part:
+                continue
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"AGENTIHOOKS_CONTROL_PER_SOURCE_EXEMPT: {part!r} is not a network "
+                    "(CIDR, e.g. 10.0.0.0/8)"
+                ) from None
+        return v
+
     def quotas(self) -> Quotas:
         return Quotas(
             streams=self.control_streams_per_credential,
@@ -121,6 +143,10 @@ class ApiConfig(BaseSettings):
             keepalive_timeout=self.control_keepalive_timeout,
             body_timeout=self.control_body_timeout,
             max_connections=self.control_max_connections,
+            max_connections_per_source=self.control_max_connections_per_source,
+            per_source_exempt=tuple(
+                n.strip() for n in self.control_per_source_exempt.split(",") if n.strip()
+            ),
             backlog=self.control_backlog,
             max_line_size=self.control_max_line_size,
             max_field_size=self.control_max_field_size,

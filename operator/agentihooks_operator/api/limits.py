@@ -20,6 +20,13 @@ class ServerLimits:
     body_timeout: float = 30.0
     #: Connections open at once; further clients wait in the listen queue.
     max_connections: int = 256
+    #: Connections one peer address may hold at once (0: no limit); past it a new one is answered
+    #: ``429 too_many_connections`` and closed. Behind something that hides clients' addresses (an
+    #: Ingress controller, ``kubectl port-forward``) every client shares one address: raise it there.
+    max_connections_per_source: int = 64
+    #: Addresses the per-source limit leaves alone (CIDRs): by default loopback, where every client of
+    #: ``kubectl port-forward`` (and the operator's own Pod) arrives from one address.
+    per_source_exempt: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
     #: Length of the kernel's listen queue (clients waiting past the cap).
     backlog: int = 128
     #: Longest request line, and longest header line, in bytes.

@@ -20,6 +20,10 @@ set by the ``AGENTIHOOKS_CONTROL_*`` settings):
   in the kernel's listen queue (``backlog``) until a connection closes, and past
   that the kernel refuses them. The process never holds more sockets than the
   cap, whatever clients do.
+- **Per source.** One peer address holds at most ``max_connections_per_source`` of those
+  connections; a further one is answered ``429 too_many_connections`` at once
+  and closed (:mod:`.sources`), so one Pod or one host cannot take the slots
+  that others need, even before the cap is reached.
 - **Request line and header sizes** are aiohttp's limits, made settings.
   Malformed or oversized request heads are answered 400 with the API's JSON
   error, logged once at INFO, without a traceback.
@@ -43,6 +47,7 @@ from aiohttp.web_request import BaseRequest
 
 from .app import API_HEADERS, create_app
 from .limits import ServerLimits
+from .sources import Refusals, Sources, peer
 from .state import ApiState
 
 log = logging.getLogger("agentihooks.api")
@@ -197,8 +202,10 @@ class CappedSite(web.BaseSite):
         "_limits",
         "_open",
         "_port",
+        "_refusals",
         "_slots",
         "_sock",
+        "_sources",
         "stalled_closed",
     )
 
@@ -217,6 +224,9 @@ class CappedSite(web.BaseSite):
         self._handlers: set[GuardedHandler] = set()
         #: Connections closed at the cap because their request head was still arriving.
         self.stalled_closed = 0
+        #: Connections open per peer address, and those refused past ``limits.max_connections_per_source``.
+        self._sources = Sources(limits.max_connections_per_source, limits.per_source_exempt)
+        self._refusals = Refusals()
 
     @property
     def name(self) -> str:
@@ -245,12 +255,18 @@ class CappedSite(web.BaseSite):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._accepting
             self._accepting = None
+        await self._refusals.stop()
         if self._sock is not None:
             self._sock.close()
         await super().stop()
 
-    def _release(self) -> Callable[[], None]:
-        """Give the connection's slot back, once, when it closes."""
+    @property
+    def source_refused(self) -> int:
+        """Connections refused because their peer address held its share already."""
+        return self._sources.refused
+
+    def _release(self, source: str) -> Callable[[], None]:
+        """Give the connection's slot (and its source's) back, once, when it closes."""
         done = False
 
         def release() -> None:
@@ -258,6 +274,7 @@ class CappedSite(web.BaseSite):
             if not done:
                 done = True
                 self._open -= 1
+                self._sources.leave(source)
                 self._slots.release()
 
         return release
@@ -342,8 +359,13 @@ class CappedSite(web.BaseSite):
                 log.warning("control API: accepting a connection failed (%s)", type(e).__name__)
                 await asyncio.sleep(0.1)
                 continue
+            source = peer(conn)
+            if not self._sources.admit(source):
+                self._refusals.refuse(conn)
+                self._slots.release()
+                continue
             self._open += 1
-            release = self._release()
+            release = self._release(source)
             try:
                 await loop.connect_accepted_socket(self._protocol(server, release), sock=conn)
             except (OSError, RuntimeError) as e:

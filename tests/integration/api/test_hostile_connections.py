@@ -256,3 +256,64 @@ def test_a_tokenless_trickle_holding_every_slot_never_keeps_a_master_out(
                     s.send(b"s")
         assert w.server.site.stalled_closed >= 1  # type: ignore[union-attr]
         assert w.server.open_connections <= cap
+
+
+def _from(where: tuple[str, int], source: str, stack: ExitStack, first: bytes = b"") -> socket.socket:
+    s = stack.enter_context(socket.create_connection(where, timeout=BOUND, source_address=(source, 0)))
+    if first:
+        s.sendall(first)
+    return s
+
+
+def _answer_of(s: socket.socket) -> bytes:
+    """What the server wrote until it closed its side."""
+    s.setblocking(True)
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    return out
+
+
+def test_one_address_holds_at_most_its_share_of_the_slots_and_others_are_served(
+    redis_url: str, tmp_path: Path
+) -> None:
+    """Issue 48: per-source limits where the source can be known. One address (a Pod, a host) holding
+    its share of connections, here trickling request heads far below the cap, gets its next one
+    answered ``429 too_many_connections`` at once, before a byte of it is read; another address is
+    served; once one of the first address's connections closes, it is served again. (Loopback is
+    exempt by default, for ``kubectl port-forward``; this listener exempts nothing.)"""
+    share = 4
+    limits = ServerLimits(
+        header_timeout=600.0,
+        head_grace=600.0,
+        max_connections=64,
+        max_connections_per_source=share,
+        per_source_exempt=(),
+    )
+    with make_world(redis_url, tmp_path, limits) as w, ExitStack() as stack:
+        where = address(w)
+        held = [_from(where, "127.0.0.2", stack, b"GET /healthz HTTP/1.1\r\nHo") for _ in range(share)]
+        until(lambda: w.server.open_connections == share, "the address's share taken")
+        extra = _from(where, "127.0.0.2", stack, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = _answer_of(extra)
+        assert answer.startswith(b"HTTP/1.1 429 ") and b"too_many_connections" in answer, answer
+        assert b"Retry-After: 5" in answer
+        with httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=BOUND) as other:
+            assert other.get(w.url + "/healthz").status_code == 200  # another address: served
+        held[0].close()
+        until(lambda: w.server.open_connections == share - 1, "one of the address's connections closed")
+        again = _from(
+            where, "127.0.0.2", stack, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert _answer_of(again).startswith(b"HTTP/1.1 200 ")
+        assert w.server.site.source_refused == 1  # type: ignore[union-attr]
+
+
+def test_loopback_is_exempt_by_default(redis_url: str, tmp_path: Path) -> None:
+    """Every client of ``kubectl port-forward`` arrives from loopback: the default leaves it alone."""
+    limits = ServerLimits(header_timeout=600.0, head_grace=600.0, max_connections_per_source=2)
+    with make_world(redis_url, tmp_path, limits) as w, ExitStack() as stack:
+        open_sockets(address(w), 6, stack, first=b"GET /healthz HTTP/1.1\r\nHo")
+        until(lambda: w.server.open_connections == 6, "six loopback connections held")
+        assert httpx.get(w.url + "/healthz", timeout=BOUND).status_code == 200
+        assert w.server.site.source_refused == 0  # type: ignore[union-attr]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -28,6 +27,7 @@ def test_each_limit_is_read_from_its_environment_variable(monkeypatch: pytest.Mo
         "MAX_LINE_SIZE": "4096",
         "MAX_FIELD_SIZE": "2048",
         "MAX_HEADERS": "40",
+        "MAX_CONNECTIONS_PER_SOURCE": "8",
     }
     for name, value in values.items():
         monkeypatch.setenv(f"AGENTIHOOKS_CONTROL_{name}", value)
@@ -53,4 +53,15 @@ def test_docs_name_every_setting_with_its_default() -> None:
         row = next((line for line in text.splitlines() if env in line), None)
         assert row is not None, f"{env} is not in docs/api.md"
         value = getattr(defaults, f.name)
-        assert re.search(rf"`{value:g}`", row), f"{env}: default {value} not on its row"
+        shown = ",".join(value) if isinstance(value, tuple) else f"{value:g}"
+        assert f"`{shown}`" in row, f"{env}: default {value} not on its row"
+
+
+def test_per_source_exempt_networks_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTIHOOKS_CONTROL_PER_SOURCE_EXEMPT", " 10.0.0.0/8 , fd00::/8,")
+    assert ApiConfig().limits().per_source_exempt == ("10.0.0.0/8", "fd00::/8")
+    monkeypatch.setenv("AGENTIHOOKS_CONTROL_PER_SOURCE_EXEMPT", "")
+    assert ApiConfig().limits().per_source_exempt == ()  # every address held to the limit
+    monkeypatch.setenv("AGENTIHOOKS_CONTROL_PER_SOURCE_EXEMPT", "127.0.0.0/8,ingress")
+    with pytest.raises(ValueError, match="AGENTIHOOKS_CONTROL_PER_SOURCE_EXEMPT: 'ingress' is not a network"):
+        ApiConfig()
