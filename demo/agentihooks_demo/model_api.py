@@ -69,6 +69,8 @@ class Reply:
 
     text: str
     tool: ToolCall | None = None
+    #: Seconds the model "thinks" before it answers (a real model takes seconds per turn).
+    delay: float = 0.0
 
 
 class Hold:
@@ -121,6 +123,8 @@ class RecordedRequest:
     at: float = 0.0
     #: When it arrived on the wall clock (seconds), to compare with the controller's times.
     wall: float = 0.0
+    #: When its answer was sent in full (monotonic; ``None`` while unanswered or cut off).
+    answered: float | None = None
 
     @property
     def text(self) -> str:
@@ -332,6 +336,8 @@ class ModelApi:
         if isinstance(entry, Flood):
             return await self._flood(request, rec, entry, wire)
         reply = Reply(entry) if isinstance(entry, str) else entry
+        if reply.delay > 0:
+            await asyncio.sleep(reply.delay)
         rec.reply = reply
         stream = isinstance(body, dict) and bool(body.get("stream"))
         model = str(body.get("model", "loopback")) if isinstance(body, dict) else "loopback"
@@ -341,6 +347,7 @@ class ModelApi:
         else:
             message, events = _responses(reply, model, in_tokens)
         if not stream:
+            rec.answered = time.monotonic()
             return web.json_response(message)
         resp = web.StreamResponse(
             status=200,
@@ -355,6 +362,7 @@ class ModelApi:
         for name, data in events:
             await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         await resp.write_eof()
+        rec.answered = time.monotonic()
         return resp
 
     async def _flood(
