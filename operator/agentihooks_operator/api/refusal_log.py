@@ -9,16 +9,14 @@ the outermost, sees that answer and logs exactly one line::
 
     controller: the recovery request for EXECUTION was refused: REASON
 
-``EXECUTION`` is the execution the request is about (the path's, or the
-seat's attempt a seat route resolved and left in :data:`REQUEST_EXECUTION`),
-else ``seat SWARM/SEAT``; ``REASON`` is the answer's ``message``, the same
-text the caller got (never a token or a body). Path values are shown only
-when they are plain identifiers, else quoted and shortened. Requests refused
-later, when the lease holder applies a recorded request on its pass, are
-logged with the same line by the recovery core. ``5xx`` answers (Redis down,
-not the lease holder) are not refusals: the caller retries. A request
-forwarded to the lease holder (:mod:`.access.forward`) is logged there, not again by
-the replica that forwarded it.
+``EXECUTION`` is the execution the request is about (the path's, or the seat's attempt a seat route
+resolved and left in :data:`REQUEST_EXECUTION`), else ``seat SWARM/SEAT`` (``seat
+NAMESPACE/SWARM/SEAT`` on a namespaced route); ``REASON`` is the answer's ``message``, the same text
+the caller got (never a token or a body). Path values are shown only when they are plain
+identifiers, else quoted and shortened. Requests refused later, when the lease holder applies a
+recorded request on its pass, are logged with the same line by the recovery core. ``5xx`` answers
+(Redis down, not the lease holder) are not refusals: the caller retries. A request forwarded to the
+lease holder (:mod:`.access.forward`) is logged there, not again by the replica that forwarded it.
 
 A refusal by the recovery rules (``409``) is logged at WARNING; the others
 (validation, credentials, unknown names, bodies too large or too slow) at
@@ -37,12 +35,15 @@ from .common import FORWARDED, Handler
 
 log = logging.getLogger("agentihooks.api")
 
-#: The routes whose refusals are logged (route templates, as in the route table).
+_SEAT_ROUTES = ("/seats/{seat}/restore-request", "/seats/{seat}/relaunch")
+#: The routes whose refusals are logged (route templates, as in the route table): the seat routes in
+#: both their forms, by name alone and under the Swarm's namespace (the CLI and the ledger use that one
+#: whenever they know the namespace).
 RECOVERY_REQUEST_ROUTES = frozenset(
     {
         "/v1/executions/{execution}/restore-decision",
-        "/v1/swarms/{swarm}/seats/{seat}/restore-request",
-        "/v1/swarms/{swarm}/seats/{seat}/relaunch",
+        *(f"/v1/swarms/{{swarm}}{tail}" for tail in _SEAT_ROUTES),
+        *(f"/v1/namespaces/{{namespace}}/swarms/{{swarm}}{tail}" for tail in _SEAT_ROUTES),
     }
 )
 #: Set by a seat route once it knows which attempt the request is about.
@@ -65,7 +66,10 @@ def _subject(request: web.Request) -> str:
     info = request.match_info
     if "execution" in info:
         return _shown(info["execution"])
-    return f"seat {_shown(info.get('swarm', ''))}/{_shown(info.get('seat', ''))}"
+    swarm = _shown(info.get("swarm", ""))
+    if "namespace" in info:
+        swarm = f"{_shown(info['namespace'])}/{swarm}"
+    return f"seat {swarm}/{_shown(info.get('seat', ''))}"
 
 
 def _reason(resp: web.StreamResponse) -> str:

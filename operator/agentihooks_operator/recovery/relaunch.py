@@ -105,7 +105,7 @@ def hint_for(reason: str) -> str:
     return FIX_HINTS.get(reason_token(reason), DEFAULT_HINT)
 
 
-def _reason_ok(reason: str) -> bool:
+def reason_ok(reason: str) -> bool:
     """A reason token, or one of the spec's two sentences (``source: <what>`` printable and bounded)."""
     if REASON_RE.fullmatch(reason) or reason == NO_STORE_MESSAGE:
         return True
@@ -136,7 +136,7 @@ def report_refusal(ctx: Ctx, execution_id: str, reason: str, message: str) -> Re
     """Store the refusal ``execution_id``'s worker reported (the first report; a repeat returns it)."""
     if not isinstance(execution_id, str) or not EXECUTION_RE.fullmatch(execution_id):
         raise InvalidInput("not an execution id (expected exe-<32 hex>)")
-    if not isinstance(reason, str) or not _reason_ok(reason):
+    if not isinstance(reason, str) or not reason_ok(reason):
         raise InvalidInput(
             "a refusal reason is a lower-case token, 'source: <what>' or the spec's no-store sentence"
         )

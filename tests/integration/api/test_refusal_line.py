@@ -38,6 +38,11 @@ def seat_request(w: World, token: str | None, seat: str = "eng-1", **body: Any) 
     return w.call("POST", f"/v1/swarms/swarm-a/seats/{seat}/restore-request", token, json=payload)
 
 
+def namespaced(w: World, token: str | None, tail: str, seat: str = "eng-1", **body: Any) -> httpx.Response:
+    """A seat route under the Swarm's namespace, as the CLI and the ledger send it."""
+    return w.call("POST", f"/v1/namespaces/default/swarms/swarm-a/seats/{seat}/{tail}", token, json=body)
+
+
 Case = Callable[[World, str], httpx.Response]
 
 #: (name, the request, status, reason in the line, the execution named: "eid", "seat" or a literal)
@@ -135,6 +140,42 @@ CASES: list[tuple[str, Case, int, str, str]] = [
         "seat swarm-a/eng-1",
     ),
     ("seat: no credential", lambda w, e: seat_request(w, None), 401, "bearer token", "seat swarm-a/eng-1"),
+    # the same seat routes under the Swarm's namespace (issue 47: their refusals were never logged)
+    (
+        "namespaced: no checkpoint",
+        lambda w, e: namespaced(w, w.tokens["operator"], "restore-request", choice="resume"),
+        409,
+        NO_CHECKPOINT,
+        "eid",
+    ),
+    (
+        "namespaced: invalid body",
+        lambda w, e: namespaced(w, w.tokens["operator"], "restore-request", choice=7),
+        400,
+        "invalid body",
+        "seat default/swarm-a/eng-1",
+    ),
+    (
+        "namespaced: unknown seat",
+        lambda w, e: namespaced(w, w.tokens["operator"], "restore-request", seat="eng-9", choice="resume"),
+        404,
+        "",
+        "seat default/swarm-a/eng-9",
+    ),
+    (
+        "namespaced: no credential",
+        lambda w, e: namespaced(w, None, "restore-request", choice="resume"),
+        401,
+        "bearer token",
+        "seat default/swarm-a/eng-1",
+    ),
+    (
+        "namespaced relaunch: nothing refused",
+        lambda w, e: namespaced(w, w.tokens["operator"], "relaunch"),
+        409,
+        NOT_REFUSED,
+        "eid",
+    ),
 ]
 
 

@@ -164,6 +164,15 @@ def test_relaunch_fresh_when_the_checkpoint_cannot_be_used(make, client, spec, c
     assert stored.status == "verified" and stored.recovery.value == "fresh"
     [card] = r.cards(spec)
     assert card.continuity == "fresh"
+    # issue 47: the master repeating its accepted resume is answered the decision as it stands (the
+    # spec: a repeated accepted choice returns the same decision), and nothing new is admitted
+    created = dict(launcher.created)
+    for choice in ("resume", "fresh"):
+        again = r.decide(_first, choice, "operator", spec=spec)
+        assert again.replayed and again.replacement == _refused
+        assert again.directive is not None and again.directive.recovery.value == "fresh"
+    assert launcher.created == created
+    assert json.loads(client.hget(r.keys.attempt_recoveries, _first))["accepted_choice"] == "resume"
 
 
 def test_a_relaunch_keeps_the_decision_as_it_stands(make, client, spec, checkpoint, launcher) -> None:  # type: ignore[no-untyped-def]

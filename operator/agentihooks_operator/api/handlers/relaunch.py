@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from agentihooks_checkpoint.reasons import NO_STORE_MESSAGE, REASON_CAP
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from ...recovery import RecoveryRefused
 from ...recovery.models import EXECUTION_ID
+from ...recovery.relaunch import reason_ok
 from ...recovery.store.records import RefusalRecord
 from ..common import (
     answer,
@@ -47,8 +49,21 @@ class RestoreRefusalReport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     execution_id: str = Field(pattern=EXECUTION_ID)
-    #: The refusal token (``version_changed``, ``source``, ``no_checkpoint_store``, ...).
-    reason: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+    #: The refusal's reason as the spec's table writes it: a token (``version_changed``,
+    #: ``corrupt_object``, ...), ``source: <what could not be applied>``, or ``no checkpoint store is
+    #: configured for this worker``.
+    reason: str = Field(min_length=1, max_length=REASON_CAP)
+
+    @field_validator("reason")
+    @classmethod
+    def _spec_reason(cls, value: str) -> str:
+        if not reason_ok(value):
+            raise ValueError(
+                "reason must be a refusal token (lower-case letters, digits, _), 'source: <what>' "
+                f"(printable, at most {REASON_CAP} characters) or {NO_STORE_MESSAGE!r}"
+            )
+        return value
+
     #: The refusal's message (the spec's wording; kept to 500 characters, control characters removed).
     message: str = Field(max_length=2000)
 

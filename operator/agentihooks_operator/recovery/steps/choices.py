@@ -38,7 +38,9 @@ def check_choice(execution_id: str, choice: str) -> None:
 
 
 def _replay(decision: DecisionRecord, choice: Choice) -> DecisionResult:
-    if decision.mode == choice:
+    """The accepted choice again (also after a fresh relaunch rewrote the decision it led to): the
+    decision as it stands, nothing admitted; any other choice is refused."""
+    if choice in (decision.mode, decision.accepted_choice):
         return result_of(decision, replayed=True)
     raise RecoveryRefused(NOT_PENDING, reason="not_pending")
 

@@ -147,6 +147,9 @@ class DecisionRecord(_Record):
     decided_by: str | None = None
     decided_at_ms: int | None = None
     controller_epoch: int | None = None
+    #: The choice that was accepted, kept when a fresh relaunch rewrites ``mode``: repeating it still
+    #: answers the decision as it stands (the spec: a repeated accepted choice returns the decision).
+    accepted_choice: Literal["resume", "fresh"] | None = None
 
 
 class GrantRecord(_Record):

@@ -83,6 +83,7 @@ redis.call('HSET', K['restore-refusals'], id, out)
 if P.decision_fresh and nn(P.decision_of) then
   local d = jget(K['attempt-recoveries'], P.decision_of)
   if d then
+    if d.accepted_choice == nil or d.accepted_choice == cjson.null then d.accepted_choice = d.mode end
     d.mode = 'fresh'
     d.checkpoint = cjson.null
     d.directive = cjson.decode(P.fresh_directive_json)
