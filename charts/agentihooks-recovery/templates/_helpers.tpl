@@ -6,16 +6,30 @@ Names, labels and the few cross-object values every template shares.
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+The base of every object name: at most 46 characters, so each name made from it fits Kubernetes'
+limits whatever release name Helm accepts (53 characters): the Redis StatefulSet `<base>-redis`
+stays within 52 (its Pods' controller-revision-hash label adds 11), its headless Service
+`<base>-redis-headless` within 63 (a DNS label), the uninstall Job `<base>-uninstall` within 63. A
+longer name is cut to 39 characters and given 6 hex digits of its own sha256, so two long release
+names never meet in one name. tests/unit/chart/test_names.py renders every name for long releases.
+*/}}
 {{- define "agentihooks.fullname" -}}
+{{- $full := "" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- $full = .Values.fullnameOverride -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
 {{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- $full = .Release.Name -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- $full = printf "%s-%s" .Release.Name $name -}}
 {{- end -}}
+{{- end -}}
+{{- if le (len $full) 46 -}}
+{{- $full | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" ($full | trunc 39 | trimSuffix "-") ($full | sha256sum | trunc 6) -}}
 {{- end -}}
 {{- end -}}
 

@@ -123,8 +123,14 @@ SERVICE_MONITOR_CRD: dict[str, Any] = {
     },
 }
 
-#: The chart's defaults, then every value set of ci/ (default-values.yaml is ``{}``, kept for CI parity).
-INSTALLS: dict[str, Path | None] = {"chart-defaults": None, **value_sets()}
+#: The chart's defaults, then every value set of ci/ (default-values.yaml is ``{}``, kept for CI parity),
+#: and the default values under the longest release name Helm accepts (53 characters: every name the
+#: chart makes from it must still fit, the Redis StatefulSet's within 52 so its Pod is made).
+INSTALLS: dict[str, Path | None] = {
+    "chart-defaults": None,
+    **value_sets(),
+    "long-release-name": value_sets()["default"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -271,12 +277,14 @@ def watched_namespaces(values: Path | None) -> list[str]:
     return list(((doc or {}).get("rbac") or {}).get("watchNamespaces") or [])
 
 
-@pytest.mark.parametrize("values", list(INSTALLS.values()), ids=list(INSTALLS))
+@pytest.mark.parametrize(("install", "values"), list(INSTALLS.items()), ids=list(INSTALLS))
 def test_helm_install_and_uninstall_on_the_real_api_server(
-    control_plane: ControlPlane, helm: Helm, service_monitor_crd: None, values: Path | None
+    control_plane: ControlPlane, helm: Helm, service_monitor_crd: None, install: str, values: Path | None
 ) -> None:
     namespace = f"helm-{uuid.uuid4().hex[:8]}"
     release = f"h{uuid.uuid4().hex[:6]}"
+    if install == "long-release-name":
+        release = f"recovery-operator-staging-{uuid.uuid4().hex}"[:53]
     create_namespace(control_plane, namespace)
     extra = [ns for ns in watched_namespaces(values) if ns != namespace]
     for ns in extra:
