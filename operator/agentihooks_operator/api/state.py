@@ -41,7 +41,7 @@ class ApiState:
     object_cap: int = 2 * 1024**3
     #: Where uploads are spooled (mode 0600) before they are stored; ``None``: the system temp folder.
     spool_dir: str | None = None
-    #: An upload must average this many bytes per second once it has run ``upload_grace`` seconds
+    #: An upload must send this many bytes per second over every window of ``upload_grace`` seconds
     #: (else 408 ``upload_too_slow``): a trickle cannot hold its share of the spool for long.
     upload_min_rate: float = 64 * 1024
     upload_grace: float = 10.0

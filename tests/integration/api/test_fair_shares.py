@@ -217,6 +217,31 @@ def test_an_upload_below_the_floor_rate_is_cut_and_gives_its_spool_back(world: W
     until(lambda: world.state.quotas.spooled == 0, "the spool given back")
 
 
+def test_an_upload_sent_fast_then_trickled_is_cut_in_its_next_window(world: World) -> None:
+    """The floor is kept per window, not averaged since the start: most of a body sent at once and
+    the rest a byte at a time held its spool share until the average fell below the floor (with this
+    burst and floor, 100 s: past this test's bound); now the first window without the floor cuts it."""
+    _eid, _built, new, _remote = replacement(world)
+    world.state.upload_grace, world.state.upload_min_rate = 0.5, 100_000.0
+    data = os.urandom(10_000_000)
+    with socket.create_connection(_addr(world), timeout=BOUND) as s:
+        s.sendall(_upload_head(world, new, len(data), data) + data[:-1000])
+        until(lambda: world.state.quotas.spooled >= 9_000_000, "the burst spooled")
+        s.settimeout(0.3)
+        answer, sent = b"", len(data) - 1000
+        deadline = time.monotonic() + BOUND
+        while not answer and time.monotonic() < deadline:
+            try:
+                answer = s.recv(65536)
+            except TimeoutError:
+                s.send(data[sent : sent + 1])  # a byte every 0.3 s, never a pause the body timeout sees
+                sent += 1
+        s.settimeout(BOUND)
+        answer += _read_until(s, b"}")
+    assert b" 408 " in answer.split(b"\r\n")[0] and b"upload_too_slow" in answer, answer
+    until(lambda: world.state.quotas.spooled == 0, "the spool given back")
+
+
 def test_a_rotated_master_credential_ends_its_open_stream(world: World) -> None:
     from agentihooks_operator.api.registry import SwarmRegistry
 

@@ -188,8 +188,10 @@ async def _next_chunk(request: web.Request) -> bytes:
 
 async def _spool(request: web.Request, cap: int, owner: tuple[str, str]) -> tuple[Path, str, int]:
     """Stream the body into a private temp file, hashing it; 413 past ``cap`` (the file is removed).
-    ``owner`` (credential digest, swarm) is charged for the spool; an upload that averages less than
-    the state's ``upload_min_rate`` bytes per second after ``upload_grace`` seconds is cut (408)."""
+    ``owner`` (credential digest, swarm) is charged for the spool. An upload must keep up the state's
+    ``upload_min_rate`` bytes per second over every window of ``upload_grace`` seconds (the first one
+    included), or it is cut (408) and its spool given back: measured per window, not averaged since the
+    start, so a body sent fast and then trickled a byte at a time cannot hold its share for long."""
     if request.content_length is not None and request.content_length > cap:
         raise _too_large(cap)
     state = state_of(request)
@@ -199,7 +201,7 @@ async def _spool(request: web.Request, cap: int, owner: tuple[str, str]) -> tupl
     sha = hashlib.sha256()
     size = 0
     loop = asyncio.get_running_loop()
-    started = loop.time()
+    window, in_window = loop.time(), 0
     try:
         with os.fdopen(fd, "wb") as out:
             while chunk := await _next_chunk(request):
@@ -207,11 +209,14 @@ async def _spool(request: web.Request, cap: int, owner: tuple[str, str]) -> tupl
                     raise _too_large(cap)
                 quotas.spool(len(chunk), *owner)  # 429 past its shares, 507 when the spool is full
                 size += len(chunk)
+                in_window += len(chunk)
                 sha.update(chunk)
                 await blocking(out.write, chunk)
-                elapsed = loop.time() - started
-                if elapsed > state.upload_grace and size < state.upload_min_rate * elapsed:
-                    raise too_slow(request)
+                elapsed = loop.time() - window
+                if elapsed >= state.upload_grace:  # a window ended: did it keep up the floor rate?
+                    if in_window < state.upload_min_rate * elapsed:
+                        raise too_slow(request)
+                    window, in_window = loop.time(), 0
     except BaseException:
         os.unlink(path)
         quotas.unspool(size, *owner)
