@@ -14,6 +14,8 @@ from typing import Protocol, TextIO, runtime_checkable
 
 from agentihooks_checkpoint.directive import RestoreOutcome
 
+from .logs import decorate
+
 
 class OutcomeReporter(Protocol):
     """Reports to the controller (the control API's worker routes)."""
@@ -49,9 +51,10 @@ def restore_verified_line(outcome: RestoreOutcome) -> str:
 
 
 def emit(line: str, stream: TextIO | None = None) -> None:
-    """Write one log line and flush it (the Pod log is read line by line)."""
+    """Write one log line and flush it (the Pod log is read line by line); in the JSON log format an
+    event line also carries the attempt's identity (:func:`.logs.decorate`)."""
     out = stream or sys.stderr
-    out.write(line + "\n")
+    out.write(decorate(line) + "\n")
     out.flush()
 
 

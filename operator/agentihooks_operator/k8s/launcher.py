@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
-from ..logs import carry
+from ..logs import about_attempt, carry
 from ..recovery.errors import LaunchBlocked
 from ..recovery.models import LaunchPlan
 from ..swarm import SwarmSpec
@@ -177,7 +177,8 @@ class KubernetesLauncher:
         (the pass reports it) and is also :class:`LaunchBlocked`: the seat's card and Event say the
         launch waits, instead of a decision that reads ``bound`` beside no Pod."""
         self.guard()
-        with self._noting():
+        # lines about this launch name the attempt launched (not the fenced one a pass is about)
+        with self._noting(), about_attempt(plan.execution_id, plan.seat):
             try:
                 return self._launch(plan)
             except ApiError as e:

@@ -110,3 +110,104 @@ def test_worker_json_lines_carry_the_same_fields(stream: Err) -> None:
     assert after["logger"] == "agentihooks_worker.boot" and after["timestamp"]
     with pytest.raises(ValueError, match="AGENTIHOOKS_LOG_FORMAT is text or json"):
         worker_logs.configure("yaml")
+
+
+def test_worker_event_lines_carry_the_attempt_in_json_and_stay_as_the_spec_writes_them_in_text(
+    stream: Err,
+) -> None:
+    """Issue 47: ``checkpoint_committed`` and ``restore_verified`` (printed event lines, not log
+    records) lacked ``object`` and ``seat`` in the JSON format. Now they carry them after their own
+    fields; in the text format the spec's line is unchanged."""
+    from agentihooks_checkpoint.directive import Continuity, RestoreOutcome
+    from agentihooks_worker.report import emit, event_line, restore_verified_line
+
+    outcome = RestoreOutcome(
+        execution_id="exe-9", recovery=Continuity.NATIVE, checkpoint_id="ckpt-7", session_id="s", watermark=4
+    )
+    worker_logs._IDENTITY.clear()
+    try:
+        worker_logs.configure("text")
+        worker_logs.identify(swarm="example", namespace="team-a", seat="eng-1", execution_id="exe-9")
+        emit(restore_verified_line(outcome))
+        [text_line] = [json.loads(x) for x in stream.getvalue().splitlines() if x.startswith("{")]
+        assert text_line == {
+            "event": "restore_verified",
+            "execution_id": "exe-9",
+            "recovery": "native",
+            "checkpoint_id": "ckpt-7",
+            "watermark": 4,
+        }
+        worker_logs.configure("json")
+        emit(restore_verified_line(outcome))
+        emit(event_line("checkpoint_committed", execution_id="exe-9", checkpoint_id="ckpt-8", watermark=5))
+        emit(event_line("restore_refused", execution_id="exe-9", reason="corrupt_object"))
+        emit("not json at all")
+        out = stream.getvalue().splitlines()
+        verified, committed, refused = (json.loads(x) for x in out if x.startswith("{"))
+        assert "not json at all" in out
+    finally:
+        worker_logs._IDENTITY.clear()
+        worker_logs.configure("text")
+    for line in (verified, committed, refused):
+        assert line["object"] == {
+            "apiVersion": "agentihooks.io/v1alpha1",
+            "kind": "Swarm",
+            "name": "example",
+            "namespace": "team-a",
+        }
+        assert line["seat"] == "eng-1" and line["execution_id"] == "exe-9" and line["timestamp"]
+    assert list(verified)[:5] == ["event", "execution_id", "recovery", "checkpoint_id", "watermark"]
+    assert (committed["severity"], refused["severity"]) == ("info", "error")
+
+
+def test_the_launch_line_names_the_attempt_launched_not_the_fenced_one(stream: Err) -> None:
+    """Issue 47: the operator's line for a replacement's Pod carried the fenced attempt's id (the pass
+    was about that one), and a first attempt's line had no execution id or seat at all."""
+    from typing import Any as _Any
+
+    from agentihooks_operator.k8s.building.pods import Owner
+    from agentihooks_operator.k8s.launcher import KubernetesLauncher
+    from agentihooks_operator.recovery.models import LaunchPlan
+    from agentihooks_operator.swarm import SwarmSpec
+    from pydantic import SecretStr
+
+    class Kube:
+        def create(self, resource: str, namespace: str, body: dict[str, _Any]) -> dict[str, _Any]:
+            return body
+
+        def get(self, resource: str, namespace: str, name: str) -> None:
+            return None
+
+    spec = SwarmSpec.model_validate(
+        {
+            "image": "ghcr.io/agentihooks/worker:2.1.0",
+            "harness": {"name": "claude", "command": ["claude", "-p", "go"]},
+            "seats": [
+                {"name": "eng-1", "project": "github.com/acme/app", "task": {"id": "t-1", "text": "x"}}
+            ],
+        }
+    )
+    launcher = KubernetesLauncher(Kube(), Owner("example", "team-a", "uid-1", "op-1"), lambda: spec)  # type: ignore[arg-type]
+
+    def plan(execution_id: str, generation: int) -> LaunchPlan:
+        return LaunchPlan(
+            execution_id=execution_id, seat="eng-1", generation=generation, task_id="t-1", task_generation=1,
+            task_text="x", grant_id="g", worker_token=SecretStr("tok"), compatibility_key="2.1.0", epoch=1,
+        )  # fmt: skip
+
+    first, fenced, replacement = ("exe-" + c * 32 for c in "abc")
+    logs.configure("json")
+    with logs.about_swarm("team-a", "example", "uid-1"):
+        launcher.launch(plan(first, 1))  # a new seat: no attempt context around it
+        with logs.about_attempt(fenced, "eng-1"):  # the pass is about the fenced attempt
+            launcher.launch(plan(replacement, 2))
+    launched = [
+        line
+        for line in _lines(stream, "agentihooks_operator.k8s.launcher")
+        if ": pod created" in line["message"]
+    ]
+    assert [(line["execution_id"], line["seat"]) for line in launched] == [
+        (first, "eng-1"),
+        (replacement, "eng-1"),
+    ]
+    assert all(line["object"]["name"] == "example" for line in launched)
