@@ -302,7 +302,12 @@ ROUTES: tuple[Route, ...] = (
             404: ("unknown execution (operator only)", "json"),
             409: ("refused: not pending, or no checkpoint to resume from", "json"),
             **LARGE,
-            **RETRY,
+            503: (
+                "Redis is unavailable, or the execution's swarm is not served by this replica yet "
+                "(swarm_not_published: for about a second after an operator starts); retry after "
+                "Retry-After",
+                "json",
+            ),
         },
     ),
     Route(

@@ -8,6 +8,7 @@ printed, not even in an error.
 from __future__ import annotations
 
 import ssl
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,18 +115,47 @@ class ControlClient:
         return CliError(f"cannot reach the controller at {self.url} ({type(e).__name__})", EXIT_UNREACHABLE)
 
     def call(self, method: str, path: str, *, ok: tuple[int, ...] = (200,), **kw: Any) -> Answer:
-        try:
-            resp = self.http.request(method, path, **kw)
-        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
-            if isinstance(e, httpx.HTTPError):
-                raise self.unreachable(e) from e
-            raise CliError(f"invalid request: {type(e).__name__}") from e
+        """One request; an operator that has just started and does not serve the swarm yet (``503
+        swarm_not_published``, for about a second) is asked again after its ``Retry-After`` (at most
+        :data:`NOT_PUBLISHED_TRIES` times: every request the CLI sends may be repeated safely)."""
+        for attempt in range(NOT_PUBLISHED_TRIES):
+            try:
+                resp = self.http.request(method, path, **kw)
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
+                if isinstance(e, httpx.HTTPError):
+                    raise self.unreachable(e) from e
+                raise CliError(f"invalid request: {type(e).__name__}") from e
+            if not _not_published(resp) or attempt == NOT_PUBLISHED_TRIES - 1:
+                break
+            time.sleep(_retry_after(resp))
         if resp.status_code not in ok:
             raise self.fail(resp)
         try:
             return Answer(resp.status_code, resp.json())
         except ValueError as e:
             raise CliError(f"the controller answered {resp.status_code} without JSON") from e
+
+
+#: How often a request answered ``503 swarm_not_published`` is sent in all.
+NOT_PUBLISHED_TRIES = 4
+
+
+def _not_published(resp: httpx.Response) -> bool:
+    if resp.status_code != 503:
+        return False
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("error") == "swarm_not_published"
+
+
+def _retry_after(resp: httpx.Response) -> float:
+    """The answer's ``Retry-After`` in seconds, kept between 0.2 and 5."""
+    try:
+        return min(5.0, max(0.2, float(resp.headers.get("Retry-After", "1"))))
+    except ValueError:
+        return 1.0
 
 
 def _verify(ca_file: str | None) -> ssl.SSLContext | bool:

@@ -63,3 +63,43 @@ def test_an_unknown_token_and_a_token_without_the_right_read_differently(
     else:
         assert "did not accept" not in err.line
     c.close()
+
+
+def test_an_operator_that_just_started_is_asked_again_after_its_retry_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 47: for about a second after an operator starts, a decision is answered ``503
+    swarm_not_published``; the CLI repeats it after ``Retry-After`` (a decision may be repeated
+    safely), and gives up with its one line after a few tries. Any other 503 is not repeated."""
+    import agentihooks_operator.cli.client as client_module
+
+    slept: list[float] = []
+    monkeypatch.setattr(client_module.time, "sleep", slept.append)
+    answers = [
+        httpx.Response(
+            503, json={"error": "swarm_not_published", "message": "m"}, headers={"Retry-After": "1"}
+        ),
+        httpx.Response(
+            503, json={"error": "swarm_not_published", "message": "m"}, headers={"Retry-After": "99"}
+        ),
+        httpx.Response(200, json={"status": "accepted"}),
+    ]
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        return answers.pop(0) if answers else httpx.Response(503, json={"error": "swarm_not_published"})
+
+    c = ControlClient("http://127.0.0.1:9", "tok")
+    c.http = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(handler))
+    assert c.call("POST", "/v1/executions/e/restore-decision", json={}).body == {"status": "accepted"}
+    assert len(sent) == 3 and slept == [1.0, 5.0]  # Retry-After obeyed, capped at 5 s
+    sent.clear()
+    with pytest.raises(CliError, match="not ready"):
+        c.call("POST", "/v1/executions/e/restore-decision", json={})
+    assert len(sent) == client_module.NOT_PUBLISHED_TRIES
+    sent.clear()
+    answers[:] = [httpx.Response(503, json={"error": "not_leader", "message": "m"})]
+    with pytest.raises(CliError, match="not ready"):
+        c.call("GET", "/v1/swarms", json=None)
+    assert len(sent) == 1
