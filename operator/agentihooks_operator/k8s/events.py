@@ -9,6 +9,8 @@ conversation content.
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +20,12 @@ from .building.pods import pod_name
 from .crd import API_VERSION, KIND
 
 COMPONENT = "agentihooks-operator"
+
+
+def reporting_instance() -> str:
+    """Which operator replica reported an Event (``reportingInstance``): its id (the chart sets the Pod
+    name), else the host name; at most 128 characters, as the API server allows."""
+    return (os.environ.get("AGENTIHOOKS_OPERATOR_ID") or socket.gethostname() or COMPONENT)[:128]
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ def build_event(
         "type": "Warning" if notice.warning else "Normal",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
+        "reportingInstance": reporting_instance(),
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from agentihooks_operator.k8s.events import Notice, coalesced
 from testsupport.eventposting import SPEC, BlockedRecovery, FakeKube, runner_for
 
@@ -66,3 +67,21 @@ def test_notices_queued_while_the_poster_is_busy_go_out_coalesced() -> None:
     threading.Thread(target=runner.run, args=(SPEC,)).start()
     runner.close()
     assert kube.posted == [("RequestRefused", "Swarm"), ("Fenced", "Swarm")] + [("Fenced", "Pod")] * 5
+
+
+def test_every_event_names_the_replica_that_reported_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47: Events carried no ``reportingInstance``; with three replicas nobody could tell which
+    one wrote an Event. It is the operator's id (the chart sets the Pod name), else the host name."""
+    from agentihooks_operator.k8s.events import COMPONENT, Notice, events_for
+
+    monkeypatch.setenv("AGENTIHOOKS_OPERATOR_ID", "agentihooks-7d9f-abcde")
+    notice = Notice("Fenced", "m", execution_id="exe-" + "a" * 32)
+    for event in events_for(notice, swarm="example", namespace="team-a", swarm_uid="u"):
+        assert event["reportingInstance"] == "agentihooks-7d9f-abcde"
+        assert event["reportingComponent"] == COMPONENT
+    monkeypatch.setenv("AGENTIHOOKS_OPERATOR_ID", "x" * 300)
+    [event, _] = events_for(notice, swarm="example", namespace="team-a", swarm_uid="u")
+    assert len(event["reportingInstance"]) == 128
+    monkeypatch.delenv("AGENTIHOOKS_OPERATOR_ID")
+    [event, _] = events_for(notice, swarm="example", namespace="team-a", swarm_uid="u")
+    assert event["reportingInstance"]
