@@ -146,7 +146,47 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(remove_finalizers(args.stop_deployment, args.wait_seconds))
     if args.stop_deployment is not None:
         parser.error("--stop-deployment goes with --remove-finalizers")
-    run(standalone=args.standalone, liveness=args.liveness)
+    run(standalone=args.standalone, liveness=args.liveness, config=settings_or_exit())
+
+
+def settings_or_exit() -> Any:
+    """The operator's and the control API's settings, read once before anything starts; a setting that
+    is not valid ends the process with one line per setting naming its variable (exit 2), not a
+    traceback from inside kopf's startup."""
+    from pydantic import ValidationError
+
+    from .api.config import ApiConfig
+    from .k8s.config import OperatorConfig
+
+    config, lines = None, []
+    for model in (OperatorConfig, ApiConfig):
+        try:
+            read = model()
+        except ValidationError as e:
+            lines += settings_errors(e)
+            continue
+        config = read if model is OperatorConfig else config
+    if lines:
+        log = logging.getLogger(__name__)
+        for line in lines:
+            log.error("%s", line)
+        log.error("the operator did not start: fix the settings above")
+        logging.shutdown()
+        raise SystemExit(2)
+    return config
+
+
+def settings_errors(error: Any) -> list[str]:
+    """``AGENTIHOOKS_<NAME>: <what is wrong>`` for each error of a settings ``ValidationError`` (the
+    value itself is never shown: it may be a credential)."""
+    out = []
+    for item in error.errors(include_input=False, include_url=False):
+        name = "AGENTIHOOKS_" + "_".join(str(part) for part in item["loc"]).upper()
+        message = str(item["msg"]).removeprefix("Value error, ")
+        if message.startswith(name):  # the validator named the variable already
+            message = message[len(name) :].lstrip(": ")
+        out.append(f"{name}: {message}")
+    return out
 
 
 def remove_finalizers(stop: str | None, wait_seconds: float) -> int:
