@@ -65,7 +65,7 @@ _UNKNOWN = "unknown or revoked token"
 
 class ControlClient:
     def __init__(
-        self, url: str | None, token: str | None, *, timeout: float = 30.0, ca_file: str | None = None
+        self, url: str | None, token: str | None, *, timeout: float | None = 30.0, ca_file: str | None = None
     ) -> None:
         if not url:
             raise CliError(

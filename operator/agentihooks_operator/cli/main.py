@@ -11,6 +11,7 @@ and ``--show-completion`` are typer's shell completion.
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
@@ -93,6 +94,24 @@ def _root(  # noqa: PLR0917 (typer reads each option from a parameter)
             show_default=False,
         ),
     ] = None,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--kubeconfig",
+            help="Without a control URL: the kubeconfig file to use (default: $KUBECONFIG, else "
+            "~/.kube/config), as kubectl's --kubeconfig.",
+            show_default=False,
+        ),
+    ] = None,
+    request_timeout: Annotated[
+        str,
+        typer.Option(
+            "--request-timeout",
+            envvar="AGENTIHOOKS_REQUEST_TIMEOUT",
+            help="How long one request to the control API may take: seconds, or a duration such as "
+            "10s, 2m (0: no limit), as kubectl's --request-timeout.",
+        ),
+    ] = "30s",
     _version: Annotated[
         bool,
         typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
@@ -101,6 +120,11 @@ def _root(  # noqa: PLR0917 (typer reads each option from a parameter)
     """agentihooks: restore decisions, status and recovery controls for swarms."""
     obj = ctx.ensure_object(dict)
     obj["url"], obj["token"], obj["ca_file"] = control_url, token, ca_file
+    obj["timeout"] = _duration(request_timeout)
+    if kubeconfig is not None:
+        if not os.path.isfile(os.path.expanduser(kubeconfig)):
+            raise typer.BadParameter(f"{kubeconfig!r} is not a readable file", param_hint="--kubeconfig")
+        os.environ["KUBECONFIG"] = os.path.expanduser(kubeconfig)  # what reach and namespace read
     obj["operator_namespace"], obj["context"] = operator_namespace, context
     if ns is not None:
         obj["namespace"] = ns
@@ -112,6 +136,23 @@ recoveries.register(swarm.app)
 listing.register(swarm.app)
 app.add_typer(swarm.app, name="swarm", cls=listing.SwarmGroup)
 admin.register(app)
+
+
+def _duration(text: str) -> float | None:
+    """``--request-timeout``: ``30``, ``30s``, ``2m``, ``1h`` in seconds; ``0`` is no limit (None)."""
+    value = text.strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600}.get(value[-1:], 0)
+    number = value[:-1] if scale else value
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds != seconds or seconds > 86400:  # noqa: PLR0124 (NaN)
+        raise typer.BadParameter(
+            f"{text!r} is not a duration (seconds, or a number with s, m or h; 0 for no limit)",
+            param_hint="--request-timeout",
+        )
+    return seconds or None
 
 
 def main() -> None:

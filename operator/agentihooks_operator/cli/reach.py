@@ -176,8 +176,11 @@ def through_kubeconfig(
     return Reached(forwarder.url, token, forwarder, f"{where}, Pod {pod.metadata.name}")
 
 
-def control_client(obj: dict[str, Any], *, timeout: float = 30.0) -> ControlClient:
-    """The command's client: to ``--control-url`` when one is given, else through the kubeconfig."""
+def control_client(obj: dict[str, Any], *, timeout: float | None = -1.0) -> ControlClient:
+    """The command's client: to ``--control-url`` when one is given, else through the kubeconfig.
+    ``timeout``: seconds per request (``None``: no limit); by default ``--request-timeout``'s (30 s)."""
+    if timeout is not None and timeout < 0:
+        timeout = obj.get("timeout", 30.0)
     url, token = obj.get("url"), obj.get("token")
     if not url:
         reached = through_kubeconfig(
