@@ -210,3 +210,16 @@ Included once, from the operator Deployment.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+`imagePullSecrets` of every Pod the chart makes: `operator.imagePullSecrets` entries may be bare names
+(`regcred`) or objects as in a PodSpec (`{name: regcred}`).
+*/}}
+{{- define "agentihooks.imagePullSecrets" -}}
+{{- with .Values.operator.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ if kindIs "map" . }}{{ .name }}{{ else }}{{ . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end -}}

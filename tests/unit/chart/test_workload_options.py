@@ -153,3 +153,44 @@ def test_redis_image_is_a_current_7x_patch() -> None:
     match = re.fullmatch(r"7\.(\d+)\.(\d+)-alpine", tag)
     assert match, f"{tag} is not an exact Redis 7.x patch"
     assert (int(match[1]), int(match[2])) >= (4, 9), "7.4.9 (May 2026) is the newest 7.x patch known"
+
+
+def test_pull_secrets_may_be_names_or_objects_and_reach_every_pod(helm: Helm) -> None:
+    """Issue 47: ``imagePullSecrets`` took bare names only; a PodSpec's ``{name: ...}`` failed."""
+    docs = helm.render({"operator": {"imagePullSecrets": ["regcred", {"name": "other-cred"}]}})
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] in ("Deployment", "StatefulSet", "Job")]
+    assert len(pods) == 3
+    for spec in pods:
+        assert spec["imagePullSecrets"] == [{"name": "regcred"}, {"name": "other-cred"}]
+    refused = helm.template({"operator": {"imagePullSecrets": [{"secretName": "x"}]}})
+    assert refused.returncode != 0 and "imagePullSecrets" in refused.stderr
+
+
+def test_redis_and_the_hook_take_a_priority_class(helm: Helm) -> None:
+    docs = helm.render(
+        {
+            "operator": {"priorityClassName": "agents-high"},
+            "redis": {"embedded": {"priorityClassName": "critical"}},
+        }
+    )
+    assert one(docs, "StatefulSet")["spec"]["template"]["spec"]["priorityClassName"] == "critical"
+    assert (
+        one(docs, "Job")["spec"]["template"]["spec"]["priorityClassName"] == "agents-high"
+    )  # the operator's
+    docs = helm.render({"uninstallHook": {"priorityClassName": "hook-class"}})
+    assert one(docs, "Job")["spec"]["template"]["spec"]["priorityClassName"] == "hook-class"
+    assert "priorityClassName" not in one(docs, "StatefulSet")["spec"]["template"]["spec"]
+
+
+def test_redis_keeps_its_data_on_an_existing_claim(helm: Helm) -> None:
+    sts = one(
+        helm.render({"redis": {"embedded": {"persistence": {"existingClaim": "redis-data"}}}}), "StatefulSet"
+    )
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["data"] == {"name": "data", "persistentVolumeClaim": {"claimName": "redis-data"}}
+    assert (
+        "volumeClaimTemplates" not in sts["spec"]
+        and "persistentVolumeClaimRetentionPolicy" not in sts["spec"]
+    )
+    default = one(helm.render(), "StatefulSet")
+    assert default["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
