@@ -16,7 +16,18 @@ from ..recovery.models import EXECUTION_ID
 from ..swarm import IDENTIFIER, SEAT_NAME
 from .schemas import Problem
 
-VERSION = "0.1.0"
+
+def _version() -> str:
+    """The package's own version (pyproject.toml), so the document names the release it describes."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentihooks-recovery")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+VERSION = _version()
 _PARAM = re.compile(r"{(\w+)}")
 #: A held recovery's call id (``rc-`` and 16 hex digits).
 CALL_ID = r"^rc-[0-9a-f]{16}$"
