@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,13 @@ def test_bucket_store_and_optional_objects(helm: Helm) -> None:
     assert rule["metadata"]["labels"]["release"] == "prometheus" and rule["spec"]["groups"]
     [dashboard] = [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-dashboard")]
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    # issue 47: a namespace variable beside the swarm one, and every per-swarm panel filtered by both
+    [board] = [json.loads(v) for v in dashboard["data"].values()]
+    variables = [v["name"] for v in board["templating"]["list"]]
+    assert variables == ["datasource", "namespace", "swarm"]
+    exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", []) if "expr" in t]
+    per_swarm = [e for e in exprs if "$swarm" in e]
+    assert per_swarm and all('namespace=~"$namespace"' in e for e in per_swarm)
     policies = {p["metadata"]["name"]: p for p in by_kind(docs, "NetworkPolicy")}
     assert set(policies) == {"rel-agentihooks-recovery", "rel-agentihooks-recovery-redis"}
     redis_from = policies["rel-agentihooks-recovery-redis"]["spec"]["ingress"][0]["from"]
