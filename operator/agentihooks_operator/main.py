@@ -118,6 +118,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--liveness", default=None, help="e.g. http://0.0.0.0:8081/healthz")
     parser.add_argument(
+        "--check-install",
+        metavar="CONTROL_URL",
+        default=None,
+        help="do not run: check that an install works, through the control API's Service at CONTROL_URL "
+        "(the chart's helm test)",
+    )
+    parser.add_argument(
         "--remove-finalizers",
         action="store_true",
         help="do not run: remove the operator's finalizer from every Swarm it watches and exit "
@@ -142,6 +149,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.log_format not in set(LogFormat):
         parser.error(f"--log-format (or AGENTIHOOKS_LOG_FORMAT) is text or json, not {args.log_format!r}")
     configure(args.log_format, verbose=args.verbose)
+    if args.check_install is not None:
+        from .selftest import run as check_install
+
+        raise SystemExit(check_install(args.check_install))
     if args.remove_finalizers:
         raise SystemExit(remove_finalizers(args.stop_deployment, args.wait_seconds))
     if args.stop_deployment is not None:

@@ -20,6 +20,8 @@ cluster gives and the other tiers simulate is real here:
   name the chart gave it, before its harness runs;
 - ``helm upgrade`` replaces the operator's Pod and relaunches nothing: the replacement keeps
   running, no Pod is created or fenced again;
+- ``helm test`` runs the chart's check Pod on the node: the operator ready, the control API answering
+  through its Service, Redis refusing a client without the password, the CRD served;
 - ``helm uninstall`` runs the pre-delete hook as a real Job on the node (its identity's calls are in
   the audit log), which stops the operator and takes its finalizer off the Swarm.
 
@@ -418,6 +420,18 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         again = node.get(f"/api/v1/namespaces/{agents}/pods/{second['metadata']['name']}")
         assert again is not None and again["metadata"]["uid"] == second["metadata"]["uid"] and _running(again)
         assert again["status"]["containerStatuses"][0]["restartCount"] == 0
+
+        # 3b. helm test: a Pod of its own, from the operator image, proves the install works through
+        # the control API's Service: operator ready, API answering, Redis authenticated, CRD served.
+        said = _helm(node, helm, system, "test", RELEASE, "--logs")
+        for part in (
+            "ok: the operator is ready",
+            "ok: the control API answers through its Service",
+            "ok: Redis answers with the operator's password and refuses a client without it",
+            "ok: the Swarm CRD is served: 1 Swarm(s)",
+            "the install works",
+        ):
+            assert part in said, said
         assert len(node.creates(user, agents)) == 2, node.creates(user, agents)
 
         # 4. helm uninstall: the hook Job runs on the node, stops the operator, frees the Swarm.

@@ -294,7 +294,16 @@ def test_bucket_store_and_optional_objects(helm: Helm) -> None:
     assert set(policies) == {"rel-agentihooks-recovery", "rel-agentihooks-recovery-redis"}
     redis_from = policies["rel-agentihooks-recovery-redis"]["spec"]["ingress"][0]["from"]
     assert redis_from == [
-        {"podSelector": {"matchLabels": one(docs, "Deployment")["spec"]["selector"]["matchLabels"]}}
+        {"podSelector": {"matchLabels": one(docs, "Deployment")["spec"]["selector"]["matchLabels"]}},
+        # the chart's own helm test Pod
+        {
+            "podSelector": {
+                "matchLabels": {
+                    "app.kubernetes.io/instance": "rel",
+                    "app.kubernetes.io/component": "helm-test",
+                }
+            }
+        },
     ]
 
 

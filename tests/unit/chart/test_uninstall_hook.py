@@ -19,7 +19,12 @@ FULLNAME = "rel-agentihooks-recovery"
 
 
 def _hooks(helm: Helm, values: Any = None) -> list[dict[str, Any]]:
-    return [d for d in helm.render(values) if is_hook(d)]
+    """The uninstall hook's objects (not the ``helm test`` Pod, a hook of its own)."""
+    return [
+        d
+        for d in helm.render(values)
+        if is_hook(d) and d["metadata"]["annotations"]["helm.sh/hook"] != "test"
+    ]
 
 
 def test_hook_objects_and_their_order(helm: Helm) -> None:
@@ -197,3 +202,43 @@ def test_no_hook_objects_in_the_release_manifest_kinds(helm: Helm) -> None:
     """The hook's objects are not part of the release: `helm get manifest` never lists them."""
     assert not [d for d in without_hooks(helm.render()) if d["kind"] == "Job"]
     assert by_kind(helm.render(), "Job")
+
+
+def test_helm_test_checks_the_install_from_a_pod_of_its_own(helm: Helm) -> None:
+    """Issue 47: ``helm test`` proves an install works: a Pod (a ``test`` hook, kept for its log until
+    the next run) runs ``agentihooks-operator --check-install`` through the control API's Service, with
+    the operator's account and Redis settings, and the NetworkPolicies admit it."""
+    docs = helm.render()
+    [pod] = [d for d in docs if d["kind"] == "Pod"]
+    annotations = pod["metadata"]["annotations"]
+    assert (
+        annotations["helm.sh/hook"] == "test"
+        and annotations["helm.sh/hook-delete-policy"] == "before-hook-creation"
+    )
+    [container] = pod["spec"]["containers"]
+    service = (
+        one(docs, "Service")
+        if len(by_kind(docs, "Service")) == 1
+        else next(
+            s
+            for s in by_kind(docs, "Service")
+            if s["metadata"]["name"] == one(docs, "Deployment")["metadata"]["name"]
+        )
+    )
+    assert container["command"][:2] == ["agentihooks-operator", "--check-install"]
+    assert container["command"][2].startswith(f"http://{service['metadata']['name']}.")
+    env = {e["name"]: e for e in container["env"]}
+    assert env["AGENTIHOOKS_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"].endswith("-redis-auth")
+    assert (
+        pod["spec"]["serviceAccountName"]
+        == one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    )
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    for policy in by_kind(docs, "NetworkPolicy"):
+        admitted = [
+            f.get("podSelector", {}).get("matchLabels", {})
+            for r in policy["spec"]["ingress"]
+            for f in r["from"]
+        ]
+        assert {"app.kubernetes.io/instance": "rel", "app.kubernetes.io/component": "helm-test"} in admitted
+    assert not [d for d in helm.render({"helmTest": {"enabled": False}}) if d["kind"] == "Pod"]
