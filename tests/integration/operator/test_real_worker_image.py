@@ -156,6 +156,24 @@ def _worker_process() -> Path | None:
     return None
 
 
+def _worker_of(real_node: Any, pod: dict[str, Any]) -> Path | None:
+    """The /proc folder of ``pod``'s own worker: the child of its container's init (tini) that runs
+    ``agentihooks-worker`` (an earlier test's container may still be stopping beside it)."""
+    init = real_node.process_of(pod)
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if proc_status(proc, "PPid") != init.name:
+                continue
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"agentihooks-worker") for a in argv):
+            return proc
+    return None
+
+
 def _container_log(root: Path, pod_name: str) -> str:
     return "".join(p.read_text(errors="replace") for p in root.glob(f"pod-logs/*_{pod_name}_*/*/*.log"))
 
@@ -432,7 +450,12 @@ async def test_no_process_the_agent_can_read_holds_the_workers_credential(
             finally:
                 client.close()
             assert digest is not None and digest.decode() != hashlib.sha256(started_with).hexdigest()
-            worker = await eventually(lambda: _found(_worker_process()), timeout=30, what="the worker")
+            [pod] = [
+                p for p in await cluster.pods("scan") if p["metadata"]["name"] == pod["metadata"]["name"]
+            ]
+            worker = await eventually(
+                lambda: _found(_worker_of(real_node, pod)), timeout=30, what="this Pod's worker"
+            )
             live = await asyncio.to_thread(procscan.tokens_in_memory, int(worker.name), {digest.decode()})
             assert len(live) == 1, "the worker's own memory must hold its live credential"
             [token] = live
