@@ -123,6 +123,9 @@ build() {
   rm -f "$tar.part"
   buildah push --quiet "$ref" "docker-archive:$tar.part:$ref" >/dev/null
   mv "$tar.part" "$tar"
+  # Earlier builds of this image (other sources) are never used again: each is 0.5-1.6 GB, and a
+  # machine that builds many commits filled its disk with them.
+  find "$CACHE" -maxdepth 1 -name "$name-*.tar" ! -name "$(basename "$tar")" -delete
 }
 
 for tool in buildah mmdebstrap; do
