@@ -162,11 +162,23 @@ async def one_run(
             }
         },
     }
+    since = len(api.snapshot())
     await cluster.create_swarm(swarm, spec)
     _, first = await until(lambda: _pod(cluster, swarm, 1), 180, "the first attempt's Pod running")
     lost_eid = first["metadata"]["labels"][EXE_LABEL]
-    since = len(api.snapshot())
-    await until(lambda: _first_request(api, since, lost_eid), 240, "the first CLI's first request")
+    kept: dict[str, str] = {}
+
+    async def first_request() -> Any:
+        """The first CLI's first request; the worker's log, kept while it runs, if it ends before."""
+        for path in node.root.glob(f"pod-logs/*_{first['metadata']['name']}_*/*/*.log"):
+            kept[str(path)] = path.read_text(errors="replace")
+        if fence_of(redis_url, swarm, lost_eid) is not None:
+            raise RuntimeError(
+                f"the first attempt ended before its first request: {list(kept.values())[-1:]}"
+            )
+        return _first_request(api, since, lost_eid)
+
+    await until(first_request, 240, "the first CLI's first request")
     await asyncio.sleep(rng.uniform(*ctx["kill_after"]))
     cid = first["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
     killed = time.time()
