@@ -29,6 +29,7 @@ import asyncio
 import json
 import random
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -265,6 +266,15 @@ def git_daemon(work: Path) -> tuple[subprocess.Popen[bytes], str]:
         str(top),
     ]
     daemon = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:  # listening before the first worker clones (a clone refused at boot ends the attempt)
+        try:
+            socket.create_connection((NODE_IP, port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                raise RuntimeError("git daemon did not start listening") from None
+            time.sleep(0.1)
     return daemon, f"git://{NODE_IP}:{port}/app.git"
 
 

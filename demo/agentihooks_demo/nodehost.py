@@ -11,8 +11,10 @@ its containerd, and the operator's control API then listens on the node's addres
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +131,16 @@ def git_daemon(top: Path, host: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + 30
+    while True:  # listening before a worker clones: a clone refused at boot ends its attempt
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                daemon.kill()
+                raise RuntimeError("git daemon did not start listening") from None
+            time.sleep(0.1)
     try:
         yield f"git://{host}:{port}/app.git"
     finally:

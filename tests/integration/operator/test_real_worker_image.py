@@ -33,8 +33,10 @@ import asyncio
 import base64
 import hashlib
 import json
+import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,14 @@ def git_url(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + 30
+    while True:  # listening before a worker clones: a clone refused at boot ends its attempt
+        try:
+            socket.create_connection((NODE_IP, port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and daemon.poll() is None, "git daemon did not listen"
+            time.sleep(0.1)
     try:
         yield f"git://{NODE_IP}:{port}/app.git"
     finally:
