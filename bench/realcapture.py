@@ -299,13 +299,14 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
     rng = random.Random(args.seed)
     redis_server = RedisServer(work / "redis")
     redis_server.start()
-    daemon, git_url = git_daemon(work)
+    daemon: subprocess.Popen[bytes] | None = None
     results: list[dict[str, Any]] = []
     try:
         async with realplane.real_cluster(bindir, work) as cluster:
             node = RealNode(cluster.plane)
             await asyncio.to_thread(node.up)
             try:
+                daemon, git_url = git_daemon(work)  # on the node address, which exists once the node is up
                 ref, tarball = project_images()["worker"]
                 await asyncio.to_thread(node.import_image, tarball)
                 port = free_port()
@@ -338,7 +339,8 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
             finally:
                 await asyncio.to_thread(node.down)
     finally:
-        daemon.terminate()
+        if daemon is not None:
+            daemon.terminate()
         redis_server.stop()
     report(results)
 
