@@ -30,7 +30,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "charts" / "agentihooks-recovery" / "dashboards" / "agentihooks-recovery.json"
 #: What Grafana would put in place of the dashboard's variables when the test evaluates its queries.
-VARIABLES = {"$__rate_interval": "5m", "$__range": "15m", "$__interval": "15s", "$swarm": ".*"}
+VARIABLES = {
+    "$__rate_interval": "5m",
+    "$__range": "15m",
+    "$__interval": "15s",
+    "$namespace": ".*",
+    "$swarm": ".*",
+}
 
 
 def binary(name: str) -> Path:

@@ -184,13 +184,17 @@ async def test_prometheus_scrapes_the_operator_and_every_dashboard_query_has_dat
                 await eventually(
                     lambda e=expr: answered(e), timeout=60, what=f"data for {title} {ref}: {expr}"
                 )
-            # the swarm variable's values
+            # the namespace and swarm variables' values
             swarms = await asyncio.to_thread(
                 prom.get, "/api/v1/label/swarm/values?match[]=agentihooks_lease_held"
             )
             assert SWARM in swarms
+            namespaces = await asyncio.to_thread(
+                prom.get, "/api/v1/label/namespace/values?match[]=agentihooks_lease_held"
+            )
+            assert cluster.namespace in namespaces
             variables = [v["name"] for v in dashboard()["templating"]["list"]]
-            assert variables == ["datasource", "swarm"]
+            assert variables == ["datasource", "namespace", "swarm"]
 
             # what the figures say
             [awaiting] = await query(f'sum(agentihooks_seats_awaiting_decision{{swarm="{SWARM}"}})')
