@@ -29,7 +29,6 @@ import asyncio
 import json
 import random
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,16 +42,16 @@ sys.path[:0] = [str(ROOT / "bench" / "support"), str(ROOT / "tests")]
 
 import realplane  # noqa: E402
 import redis  # noqa: E402
-from agentihooks_checkpoint.catalog import EmptyCatalog  # noqa: E402
+from agentihooks_demo.procs import wait_listening  # noqa: E402
 from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY, DUMMY_OPENAI_KEY  # noqa: E402
-from agentihooks_operator.recovery import FenceRecord, Recovery  # noqa: E402
+from agentihooks_operator.recovery import FenceRecord  # noqa: E402
 from realplane import note, pct  # noqa: E402
 from testsupport.checkpoints import make_repo  # noqa: E402
 from testsupport.images import project_images  # noqa: E402
 from testsupport.kube import operator_process  # noqa: E402
 from testsupport.model_api import ModelApi, Reply, ToolCall  # noqa: E402
 from testsupport.realnode import NODE_IP, POD_TEMPLATE, RealNode  # noqa: E402
-from testsupport.recovery import keys_of  # noqa: E402
+from testsupport.recovery import keys_of, record_choice  # noqa: E402
 from testsupport.redis_server import RedisServer, free_port  # noqa: E402
 
 HARNESSES = {
@@ -63,30 +62,6 @@ MODES = {"continuous": {"mode": "continuous"}, "periodic": {"mode": "periodic", 
 MARK = re.compile(r"\[turn (\d+)\]")
 SWARM_LABEL = "swarm.agentihooks.io/swarm"
 EXE_LABEL = "swarm.agentihooks.io/execution-id"
-
-
-class _NoLaunch:
-    def launch(self, plan: Any) -> Any:
-        raise AssertionError("a master's decision never launches")
-
-    def exists(self, execution_id: str) -> bool:
-        raise AssertionError("a master's decision never observes Pods")
-
-    def retire(self, execution_id: str) -> None:
-        raise AssertionError("a master's decision never retires")
-
-
-def decide(redis_url: str, swarm: str, execution_id: str, choice: str) -> bool:
-    """A master's decision on a fenced attempt (what ``agentihooks ... restore-decision`` records)."""
-    client = redis.Redis.from_url(redis_url)
-    try:
-        ns = keys_of(client, swarm).namespace
-        rec = Recovery(
-            client, swarm, holder="bench", catalog=EmptyCatalog(), launcher=_NoLaunch(), namespace=ns
-        )
-        return rec.record_request(execution_id, choice, "operator")  # type: ignore[arg-type]
-    finally:
-        client.close()
 
 
 def fence_of(redis_url: str, swarm: str, execution_id: str) -> FenceRecord | None:
@@ -202,7 +177,7 @@ async def one_run(
     if fence.reason != "oom_killed":  # a SIGKILL of every process is the agent's exit: a master decides,
         # at once: resume from the newest checkpoint, or fresh when the attempt committed none
         choice = "fresh" if fence.archive_watermark is None else "resume"
-        await asyncio.to_thread(decide, redis_url, swarm, lost_eid, choice)
+        await asyncio.to_thread(record_choice, redis_url, swarm, lost_eid, choice, "bench")
     created, second = await until(lambda: _pod(cluster, swarm, 2, running=False), 120, "the replacement Pod")
     new_eid = second["metadata"]["labels"][EXE_LABEL]
     _, request = await until(lambda: _first_request(api, since, new_eid), 240, "the resumed request")
@@ -266,15 +241,7 @@ def git_daemon(work: Path) -> tuple[subprocess.Popen[bytes], str]:
         str(top),
     ]
     daemon = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:  # listening before the first worker clones (a clone refused at boot ends the attempt)
-        try:
-            socket.create_connection((NODE_IP, port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise RuntimeError("git daemon did not start listening") from None
-            time.sleep(0.1)
+    wait_listening(NODE_IP, port, daemon, "git daemon")  # before the first worker clones
     return daemon, f"git://{NODE_IP}:{port}/app.git"
 
 

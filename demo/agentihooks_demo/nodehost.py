@@ -11,10 +11,8 @@ its containerd, and the operator's control API then listens on the node's addres
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,7 +120,7 @@ def git_daemon(top: Path, host: str) -> Iterator[str]:
     """The demo project as a bare repository served by ``git daemon`` on ``host`` (Pods clone it)."""
     repo = demo_repository(top / "work")
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(top / "app.git")], check=True)
-    from .procs import free_port
+    from .procs import free_port, wait_listening
 
     port = free_port()
     argv = ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={top}"]
@@ -131,16 +129,11 @@ def git_daemon(top: Path, host: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while True:  # listening before a worker clones: a clone refused at boot ends its attempt
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                daemon.kill()
-                raise RuntimeError("git daemon did not start listening") from None
-            time.sleep(0.1)
+    try:
+        wait_listening(host, port, daemon, "git daemon")  # before a worker clones: a refused clone ends it
+    except RuntimeError:
+        daemon.kill()
+        raise
     try:
         yield f"git://{host}:{port}/app.git"
     finally:

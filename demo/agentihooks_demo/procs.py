@@ -24,6 +24,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_listening(
+    host: str, port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30
+) -> None:
+    """Return once ``proc`` accepts connections on ``host:port``; RuntimeError naming ``what`` if it
+    exits or does not within ``timeout`` s (a server a client reaches too early refuses it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{what} did not start listening on {host}:{port}") from None
+            time.sleep(0.1)
+
+
 @dataclass
 class Child:
     name: str

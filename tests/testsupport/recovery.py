@@ -174,3 +174,34 @@ def keys_of(client, swarm: str, prefix: str = "agentihooks"):  # type: ignore[no
     }
     assert len(found) <= 1, f"swarm {swarm} is held by several namespaces: {sorted(found)}"
     return SwarmKeys(prefix, swarm, found.pop() if found else "not-written-yet")
+
+
+class _NoLaunch:
+    """The launcher of a recovery core that only records requests (the CLI's path): never called."""
+
+    def launch(self, plan: Any) -> Any:
+        raise AssertionError("recording a request never launches")
+
+    def exists(self, execution_id: str) -> bool:
+        raise AssertionError("recording a request never observes Pods")
+
+    def retire(self, execution_id: str) -> None:
+        raise AssertionError("recording a request never retires")
+
+
+def record_choice(redis_url: str, swarm: str, execution_id: str, choice: str, holder: str = "cli") -> bool:
+    """What ``agentihooks swarm NAME restore-decision SEAT resume|fresh`` does: record the request for
+    the lease holder's next pass (False when the same one is already recorded)."""
+    import redis
+    from agentihooks_checkpoint.catalog import EmptyCatalog
+    from agentihooks_operator.recovery import Recovery
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        namespace = keys_of(client, swarm).namespace  # the one namespace whose Swarm this is
+        cli = Recovery(
+            client, swarm, holder=holder, catalog=EmptyCatalog(), launcher=_NoLaunch(), namespace=namespace
+        )
+        return cli.record_request(execution_id, choice, "operator")  # type: ignore[arg-type]
+    finally:
+        client.close()

@@ -7,27 +7,15 @@ import json
 from typing import Any
 
 import redis
-from agentihooks_checkpoint.catalog import EmptyCatalog
 from agentihooks_checkpoint.launch import LaunchRecord
-from agentihooks_operator.recovery import FenceRecord, Recovery
+from agentihooks_operator.recovery import FenceRecord
 from testsupport import kubelet as kl
 from testsupport.kube import eventually
 from testsupport.node import RealKubelet as Kubelet
 from testsupport.realcluster import RealCluster as Cluster
-from testsupport.recovery import keys_of
+from testsupport.recovery import keys_of, record_choice
 
 NODE = "kind-worker"
-
-
-class _NoLaunch:
-    def launch(self, plan: Any) -> Any:
-        raise AssertionError("the CLI path never launches")
-
-    def exists(self, execution_id: str) -> bool:
-        raise AssertionError("the CLI path never observes Pods")
-
-    def retire(self, execution_id: str) -> None:
-        raise AssertionError("the CLI path never retires")
 
 
 def gen(pod: dict[str, Any]) -> int:
@@ -67,15 +55,7 @@ async def fenced(redis_url: str, swarm: str, execution_id: str, timeout: float =
 
 def choose(redis_url: str, swarm: str, execution_id: str, choice: str = "fresh") -> bool:
     """What ``agentihooks swarm NAME restore-decision SEAT fresh`` does: record a request."""
-    client = redis.Redis.from_url(redis_url)
-    try:
-        namespace = keys_of(client, swarm).namespace  # the one namespace whose Swarm this is
-        cli = Recovery(
-            client, swarm, holder="cli", catalog=EmptyCatalog(), launcher=_NoLaunch(), namespace=namespace
-        )
-        return cli.record_request(execution_id, choice, "operator")  # type: ignore[arg-type]
-    finally:
-        client.close()
+    return record_choice(redis_url, swarm, execution_id, choice)
 
 
 async def replacement(cluster: Cluster, swarm: str, generation: int) -> dict[str, Any]:

@@ -33,10 +33,8 @@ import asyncio
 import base64
 import hashlib
 import json
-import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ import redis
 from agentihooks_checkpoint.directive import Continuity
 from agentihooks_checkpoint.scope import StoreScope
 from agentihooks_checkpoint.stores.local import LocalStore
+from agentihooks_demo.procs import wait_listening
 from agentihooks_demo.realresume import DUMMY_ANTHROPIC_KEY, DUMMY_OPENAI_KEY
 from testsupport import procscan
 from testsupport.checkpoints import make_repo
@@ -104,14 +103,7 @@ def git_url(real_node: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 30
-    while True:  # listening before a worker clones: a clone refused at boot ends its attempt
-        try:
-            socket.create_connection((NODE_IP, port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and daemon.poll() is None, "git daemon did not listen"
-            time.sleep(0.1)
+    wait_listening(NODE_IP, port, daemon, "git daemon")  # before a worker clones: a refused clone ends it
     try:
         yield f"git://{NODE_IP}:{port}/app.git"
     finally:
