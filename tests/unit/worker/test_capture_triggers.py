@@ -163,6 +163,23 @@ def test_a_changed_session_file_is_an_event_read_every_floor() -> None:
     assert len(looks) == 2
 
 
+def test_a_session_that_appears_after_the_first_look_is_an_event() -> None:
+    """The harness had written no session yet at the first look (``None``); when its session appears
+    and then stays as it is (a CLI waiting on a model's long reply), that is still a capture: the
+    real-node evidence showed a first attempt with a whole turn in its session and no checkpoint."""
+    clock = Clock()
+    seen: dict[str, object] = {"sig": None}
+    t = triggers(clock, watch=lambda: seen["sig"])
+    clock.now += 1
+    assert t.due() is None  # first look: no session yet
+    seen["sig"] = ("s.jsonl", 4096)
+    clock.now += 1
+    assert t.due() == "event"
+    t.taken()
+    clock.now += 5
+    assert t.due() is None  # unchanged since: nothing more
+
+
 def test_a_watch_that_fails_is_looked_at_again() -> None:
     clock = Clock()
     calls = []
