@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -59,7 +60,7 @@ from .leftovers import RedisLeftovers
 from .observing import podcache
 from .pipeline import Lane, Pipeline
 from .placement import Placement, Timing
-from .swarmpass import SwarmPass
+from .swarmpass import CLOSE_WAIT_S, SwarmPass
 from .throttle import ClientLimits
 
 log = logging.getLogger(__name__)
@@ -143,10 +144,13 @@ def cleanup(memo: kopf.Memo, **_: Any) -> None:
         memo["placement"].close()
     if memo.get("pipeline") is not None:  # event-driven recoveries in flight finish with the clients
         memo["pipeline"].close()
+    # One budget for all swarms (they wind down side by side), so many swarms do not add up past the
+    # Pod's grace period: the passes in flight end, then the clients close under nothing.
+    deadline = time.monotonic() + CLOSE_WAIT_S + 5.0
     for thread in list(memo.get("winding") or []):  # stopped daemons still releasing with the clients
-        thread.join(timeout=15)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
     for held in list((memo.get("passes") or {}).values()):
-        held.close()
+        held.close(wait_s=max(0.0, deadline - time.monotonic()))
         _release(held)  # a clean stop hands every swarm to another replica at once
     for name in ("kube", "redis"):
         client = memo.get(name)

@@ -54,6 +54,9 @@ TELEMETRY_WINDOW = 1000
 #: How long an Event may wait for a running pass to finish before it is sent anyway (a liveness
 #: guard against a stuck pass; a pass normally ends long before).
 EVENT_DEFER_S = 30.0
+#: How long closing a swarm's pass waits for the pass in flight to end (a stop's budget is the
+#: Pod's grace period: the chart's 30 s, of which kopf gives a daemon 10 s to end).
+CLOSE_WAIT_S = 10.0
 
 
 @dataclass
@@ -131,6 +134,7 @@ class SwarmPass(PassReads):
         self._pending: list[Notice] = []
         self._pending_lock = threading.Lock()
         self._draining = False
+        self._closed = False
         self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"reads-{owner.name}")
         #: Wall time of the last pass this replica ran as leader (the API's pass-duration gauge).
         self.last_pass_seconds: float | None = None
@@ -300,7 +304,21 @@ class SwarmPass(PassReads):
         )
 
     # -- publishing ----------------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Shut this swarm's pools down once its pass in flight has ended (waiting ``wait_s`` at most).
+
+        At a stop kopf cancels the swarm's daemon, but the pass it awaited runs on in its thread; a
+        pool shut down under it made its next read or Event fail (``cannot schedule new futures after
+        shutdown``) and the operator's stop end in an error. An Event queued after this is dropped."""
+        if not self._idle.wait(wait_s):
+            log.warning(
+                "swarm %s/%s: a pass still runs %g s into the stop; closing its pools under it",
+                self.owner.namespace,
+                self.owner.name,
+                wait_s,
+            )
+        with self._pending_lock:
+            self._closed = True
         self._poster.shutdown(wait=True)
         self._reads.shutdown(wait=True)
         if self._closing is not None:
@@ -316,11 +334,13 @@ class SwarmPass(PassReads):
         """Queue the Events of ``notice``; a single background thread sends them, off the pass. The
         notices queued while it is busy go out together, coalesced on the Swarm (:func:`.coalesced`)."""
         with self._pending_lock:
+            if self._closed:  # stopping: an Event is a courtesy, the records in Redis are the truth
+                return
             self._pending.append(notice)
             if self._draining:
                 return
             self._draining = True
-        self._poster.submit(carry(self._send))
+            self._poster.submit(carry(self._send))
 
     def _send(self) -> None:
         with self._pending_lock:
