@@ -39,8 +39,6 @@ Due = Literal["event", "periodic"]
 SIGNAL_TRUNCATE_AT = 4096
 #: After a capture of ``d`` seconds, the next event capture waits at least this many times ``d``.
 COST_RATIO = 20.0
-#: The file watch's state before its first look.
-_NOT_LOOKED = object()
 
 
 class CaptureTriggers:
@@ -68,8 +66,9 @@ class CaptureTriggers:
         self._pending = False
         self._cost = 0.0  # seconds the last capture took
         self._signal_seen: tuple[int, int] | None = self._signal_state()
-        #: What the last look at the session saw (:data:`_NOT_LOOKED` before the first look).
-        self._watched: object = _NOT_LOOKED
+        #: What the last look at the session saw; at the start, no session (``None``): a session the
+        #: first look finds was never captured by this worker, so it is an event too.
+        self._watched: object = None
         self._lock = threading.Lock()
         #: Events seen (hooks, file changes, pokes) and captures asked for: what tests and benches count.
         self.events = 0
@@ -125,10 +124,10 @@ class CaptureTriggers:
             except OSError:
                 return  # a file replaced under us: the next look sees it
             if seen != self._watched:
-                # the first look is the starting point; a session that appears after it (the harness
-                # wrote nothing yet at the first look) is an event like any change
-                if self._watched is not _NOT_LOOKED:
-                    self.poke()
+                # Also at the first look: a harness may write its whole first turn before it (a fresh
+                # attempt has no checkpoint yet); a restored session the initial capture just took is
+                # skipped as unchanged by the capture itself.
+                self.poke()
                 self._watched = seen
 
     def _signal_state(self) -> tuple[int, int] | None:

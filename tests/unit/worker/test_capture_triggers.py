@@ -154,19 +154,32 @@ def test_a_changed_session_file_is_an_event_read_every_floor() -> None:
 
     t = triggers(clock, watch=watch)
     clock.now += 1
-    assert t.due() is None  # first look: the starting point, no event
+    assert t.due() == "event"  # first look: a session this worker never captured
+    t.taken()
+    clock.now += 1
+    assert t.due() is None  # looked again: unchanged
     seen["sig"] = ("a", 2)
     clock.now += 0.5
     assert t.due() is None  # not looked at again before the floor
     clock.now += 0.5
     assert t.due() == "event"
-    assert len(looks) == 2
+    assert len(looks) == 3
+
+
+def test_a_session_written_before_the_first_look_is_an_event() -> None:
+    """A fresh attempt's harness may write its whole first turn before the first look, then wait on a
+    long reply: the session never changes again. On the real node such a Claude Code had no checkpoint
+    for 5 minutes, the first look having been taken as the starting point."""
+    clock = Clock()
+    t = triggers(clock, watch=lambda: ("s.jsonl", 4096))
+    clock.now += 1
+    assert t.due() == "event"
+    t.taken()
+    clock.now += 5
+    assert t.due() is None  # unchanged since: nothing more
 
 
 def test_a_session_that_appears_after_the_first_look_is_an_event() -> None:
-    """The harness had written no session yet at the first look (``None``); when its session appears
-    and then stays as it is (a CLI waiting on a model's long reply), that is still a capture: the
-    real-node evidence showed a first attempt with a whole turn in its session and no checkpoint."""
     clock = Clock()
     seen: dict[str, object] = {"sig": None}
     t = triggers(clock, watch=lambda: seen["sig"])
@@ -175,9 +188,6 @@ def test_a_session_that_appears_after_the_first_look_is_an_event() -> None:
     seen["sig"] = ("s.jsonl", 4096)
     clock.now += 1
     assert t.due() == "event"
-    t.taken()
-    clock.now += 5
-    assert t.due() is None  # unchanged since: nothing more
 
 
 def test_a_watch_that_fails_is_looked_at_again() -> None:
