@@ -242,3 +242,25 @@ def test_gone_pod_is_fenced_as_node_lost_and_succeeded_is_left_alone(make, clien
     assert report.fenced == [plans["eng-1"]]
     assert fence_of(client, r, plans["eng-1"]).reason == "node_lost"
     assert client.hget(r.keys.attempt_fences, plans["eng-2"]) is None
+
+
+def test_a_native_replacement_that_never_started_holds_the_session_it_was_to_reopen(  # type: ignore[no-untyped-def]
+    make, client, spec, checkpoint, launcher
+) -> None:
+    """Attempt 1 is resumed natively on its own; its replacement's image never starts (it reports
+    nothing) and is fenced ``image_pull``. That replacement held the session it was launched to
+    reopen, so the card offers "Resume native" and a resume is native again: before, its fence named
+    no session and the resume fell back to context continuation (found on the real node)."""
+    r, eid = start(make, spec)
+    checkpoint(eid, session_id="sess-1")
+    (d,) = fail(r, spec, eid).decisions
+    second = d.replacement
+    assert second is not None and d.directive is not None and d.directive.recovery.value == "native"
+    report = fail(r, spec, second, "image_pull", gen=2)
+    (waiting,) = report.decisions
+    assert waiting.mode == "recovery_pending" and report.launches == []  # a pull failure always asks
+    assert fence_of(client, r, second).native_session == "sess-1"
+    assert r.record_request(second, "resume", "operator")
+    (third,) = r.reconcile(spec, observe([(second, "eng-1", 2)], failed={second: "image_pull"})).decisions
+    assert third.directive is not None and third.directive.recovery.value == "native", third
+    assert third.directive.session_id == "sess-1"

@@ -47,7 +47,14 @@ end
 local f = cjson.decode(P.fence_json)
 local hb = jget(K['heartbeats'], id) or {}
 local wm = nn(hb.archive_watermark)
-f.native_session = nn(hb.session_id) or cjson.null
+-- An attempt whose image never started ran nothing, so it still holds the session it was launched to
+-- reopen natively (a master's resume after the pull failure reopens it); any other attempt holds only
+-- what it reported.
+local planned = nil
+if P.reason == 'image_pull' and type(a.directive) == 'table' and a.directive.recovery == 'native' then
+  planned = nn(a.directive.session_id)
+end
+f.native_session = nn(hb.session_id) or planned or cjson.null
 f.archive_watermark = wm or cjson.null
 local final = nn(hb.final_watermark)
 if P.reason == 'image_pull' then
