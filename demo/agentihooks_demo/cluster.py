@@ -25,7 +25,7 @@ from .controlplane import ROOT, ControlPlane
 
 CHART = ROOT / "charts" / "agentihooks-recovery"
 SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
-CRD_FILE = CHART / "crds" / "swarms.agentihooks.io.yaml"
+CRD_FILE = CHART / "files" / "crds" / "swarms.agentihooks.io.yaml"
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",

@@ -143,6 +143,15 @@ def main(argv: list[str] | None = None) -> None:
         default=120.0,
         help="with --stop-deployment: how long to wait for the operator's Pods (default 120)",
     )
+    parser.add_argument(
+        "--adopt-crd",
+        metavar="FILE",
+        default=None,
+        help="do not run: apply the CRD in FILE and mark it as the release's (the chart's hook when the "
+        "Swarm CRD exists but the release does not own it); needs --release",
+    )
+    parser.add_argument("--release", metavar="NAMESPACE/NAME", default=None, help="with --adopt-crd")
+    parser.add_argument("--keep", action="store_true", help="with --adopt-crd: helm.sh/resource-policy: keep")
     args = parser.parse_args(argv)
     from .logs import LogFormat, configure
 
@@ -153,6 +162,13 @@ def main(argv: list[str] | None = None) -> None:
         from .selftest import run as check_install
 
         raise SystemExit(check_install(args.check_install))
+    if args.adopt_crd is not None:
+        namespace, _, release = (args.release or "").partition("/")
+        if not namespace or not release:
+            parser.error("--adopt-crd needs --release NAMESPACE/NAME")
+        from .crd_adopt import run as adopt_crd
+
+        raise SystemExit(adopt_crd(args.adopt_crd, release=release, namespace=namespace, keep=args.keep))
     if args.remove_finalizers:
         raise SystemExit(remove_finalizers(args.stop_deployment, args.wait_seconds))
     if args.stop_deployment is not None:

@@ -223,3 +223,24 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Who holds the Swarm CRD now: "absent" (not in the cluster, or no cluster to ask: `helm template`,
+a GitOps render), "ours" (this release's), or "foreign" (installed from an earlier chart's crds/
+folder, by hand, or kept by an uninstalled release). Helm upgrades only an object the release owns,
+and checks that before any hook runs: a foreign CRD is taken over by the adopt hook
+(templates/crd-adopt-hook.yaml) and rendered as the release's from the next upgrade on.
+*/}}
+{{- define "agentihooks.crdState" -}}
+{{- $live := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "swarms.agentihooks.io" -}}
+{{- if not $live -}}
+absent
+{{- else -}}
+{{- $ann := default dict $live.metadata.annotations -}}
+{{- if and (eq (get $ann "meta.helm.sh/release-name") .Release.Name) (eq (get $ann "meta.helm.sh/release-namespace") .Release.Namespace) -}}
+ours
+{{- else -}}
+foreign
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -438,6 +438,27 @@ class KubeClient:
             content_type="application/merge-patch+json",
         )
 
+    def apply(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        manager: str,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of ``body`` as field manager ``manager`` (``force``: take fields other
+        managers hold)."""
+        query = [("fieldManager", manager), *([("force", "true")] if force else [])]
+        return self._call(
+            "PATCH",
+            path_for(resource, namespace, name),
+            body=dict(body),
+            content_type="application/apply-patch+yaml",
+            query=query,
+        )
+
     def delete(self, resource: str, namespace: str, name: str) -> bool:
         """Delete; ``False`` when it was already gone (404)."""
         try:

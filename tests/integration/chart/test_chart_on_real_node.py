@@ -18,8 +18,12 @@ cluster gives and the other tiers simulate is real here:
   exactly one replacement (the API server's audit log counts the operator's creates), whose real
   worker entrypoint verifies its start and reports it to the control API through the Service's DNS
   name the chart gave it, before its harness runs;
-- ``helm upgrade`` replaces the operator's Pod and relaunches nothing: the replacement keeps
-  running, no Pod is created or fenced again;
+- the release is first installed from the **previous chart** (this repository's chart at
+  :data:`PREVIOUS`, which shipped the Swarm CRD under ``crds/``) and then upgraded to this one with
+  no hand step: the CRD exists but is not the release's, so the chart's pre-upgrade hook runs as a
+  real Job on the node and takes it over (applies the chart's CRD, marks it as the release's); a
+  second upgrade then carries the CRD in the release itself. Neither upgrade relaunches anything: the
+  replacement keeps running, no Pod is created or fenced again;
 - ``helm test`` runs the chart's check Pod on the node: the operator ready, the control API answering
   through its Service, Redis refusing a client without the password, the CRD served;
 - ``helm uninstall`` runs the pre-delete hook as a real Job on the node (its identity's calls are in
@@ -65,6 +69,28 @@ FULLNAME = f"{RELEASE}-agentihooks-recovery"
 SWARMS = "/apis/agentihooks.io/v1alpha1/namespaces/{ns}/swarms"
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 TOKEN = "operator-token-for-the-real-node-" + uuid.uuid4().hex
+#: The last commit whose chart shipped the Swarm CRD under ``crds/`` (Helm installs it once and never
+#: upgrades it): the chart an upgrade comes from.
+PREVIOUS = "f31d34e8809f3b372df60e7b8d1f9d4211946aa5"
+CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/swarms.agentihooks.io"
+
+
+def previous_chart(into: Path) -> Path:
+    """The chart of :data:`PREVIOUS`, from this clone's history."""
+    repo = CHART.parents[1]
+    known = subprocess.run(["git", "cat-file", "-e", f"{PREVIOUS}^{{commit}}"], cwd=repo, check=False)
+    if known.returncode != 0:
+        pytest.fail(f"commit {PREVIOUS} (the previous chart) is not in this clone: clone with history")
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", PREVIOUS, "charts/agentihooks-recovery"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    chart = into / "charts" / "agentihooks-recovery"
+    assert (chart / "crds" / "swarms.agentihooks.io.yaml").exists(), "the previous chart ships crds/"
+    return chart
 
 
 def _ref(ref: str) -> dict[str, str]:
@@ -306,8 +332,10 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         yaml.safe_dump(values, f)
     installed = False
     try:
-        # 1. Installed with --wait: the operator is Ready only with the API server and Redis reached.
-        _helm(node, helm, system, "install", RELEASE, str(CHART), "--values", f.name, "--wait")
+        # 1. The previous chart installed with --wait: the operator is Ready only with the API server
+        # and Redis reached. Its crds/ CRD exists already (Helm leaves an existing one as it is).
+        earlier = previous_chart(Path(helm.home))
+        _helm(node, helm, system, "install", RELEASE, str(earlier), "--values", f.name, "--wait")
         installed = True
         operator = node.pods(system, "app.kubernetes.io/component=operator")
         redis_pods = node.pods(system, "app.kubernetes.io/component=redis")
@@ -402,11 +430,27 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         ]
         assert set(forwarded) == {operator[0]["metadata"]["name"]}, forwarded  # through the API server
 
-        # 3. helm upgrade: a new operator Pod, nothing relaunched.
+        # 3. helm upgrade to this chart: a new operator Pod, nothing relaunched; no hand step for the CRD
+        # (--reset-then-reuse-values: this chart's new defaults, the release's own values on top)
         _helm(
-            node, helm, system, "upgrade", RELEASE, str(CHART), "--reuse-values",
+            node, helm, system, "upgrade", RELEASE, str(CHART), "--reset-then-reuse-values",
             "--set", "operator.logFormat=json", "--wait",
         )  # fmt: skip
+        crd = node.get(CRD) or {}
+        owner = crd["metadata"].get("annotations") or {}
+        assert owner.get("meta.helm.sh/release-name") == RELEASE, owner
+        assert owner.get("meta.helm.sh/release-namespace") == system, owner
+        assert owner.get("helm.sh/resource-policy") == "keep", owner
+        assert crd["metadata"]["labels"].get("app.kubernetes.io/managed-by") == "Helm"
+        adopter = node.calls(f"system:serviceaccount:{system}:{FULLNAME}-adopt-crd")
+        assert any(
+            verb == "patch" and res == "customresourcedefinitions" and 200 <= code < 300
+            for verb, res, code in adopter
+        ), adopter
+        assert "kind: CustomResourceDefinition" not in _helm(node, helm, system, "get", "manifest", RELEASE)
+        # the next upgrade carries the CRD in the release itself (no hook: it is the release's now)
+        _helm(node, helm, system, "upgrade", RELEASE, str(CHART), "--reuse-values", "--wait")
+        assert "kind: CustomResourceDefinition" in _helm(node, helm, system, "get", "manifest", RELEASE)
         upgraded = node.pods(system, "app.kubernetes.io/component=operator")
         live = [p for p in upgraded if not p["metadata"].get("deletionTimestamp")]
         assert [p["metadata"]["name"] for p in live] != [operator[0]["metadata"]["name"]]
@@ -444,6 +488,8 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
         swarm = node.get(SWARMS.format(ns=agents) + "/seat") or {}
         assert FINALIZER not in (swarm.get("metadata", {}).get("finalizers") or []), swarm["metadata"]
         assert node.pods(system, "app.kubernetes.io/component=operator") == []
+        # crds.keep: the CRD, and with it the Swarm, outlives the release
+        assert node.get(CRD) is not None and node.get(SWARMS.format(ns=agents) + "/seat") is not None
     finally:
         if installed:
             helm.run("uninstall", RELEASE, "--namespace", system, "--kubeconfig", str(plane.admin_kubeconfig))

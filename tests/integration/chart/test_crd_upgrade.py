@@ -30,6 +30,7 @@ CRD_FILE = (
     Path(__file__).resolve().parents[3]
     / "charts"
     / "agentihooks-recovery"
+    / "files"
     / "crds"
     / "swarms.agentihooks.io.yaml"
 )
@@ -126,3 +127,76 @@ def _swarm() -> dict[str, Any]:
         "metadata": {"name": "example"},
         "spec": swarm_spec(),
     }
+
+
+ADOPT_GROUP = "adopt.agentihooks.io"
+ADOPT_NAME = f"swarms.{ADOPT_GROUP}"
+
+
+def test_the_take_over_hook_applies_the_crd_and_makes_it_the_releases(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``agentihooks-operator --adopt-crd`` (the chart's hook when the CRD exists but is not the
+    release's): an earlier chart's CRD, installed from its ``crds/`` folder and holding a Swarm, is
+    brought to this chart's schema and marked as the release's (what Helm checks before it upgrades
+    it); the Swarm is kept; a second run changes nothing; a file that is not a CRD is refused."""
+    from agentihooks_operator.crd_adopt import AdoptError, adopt, read_crd
+    from agentihooks_operator.k8s.client import KubeClient
+
+    chart = yaml.safe_load(CRD_FILE.read_text())
+    ours = copy.deepcopy(chart)
+    ours["metadata"]["name"], ours["spec"]["group"] = ADOPT_NAME, ADOPT_GROUP
+    earlier = copy.deepcopy(ours)
+    [version] = earlier["spec"]["versions"]
+    version["additionalPrinterColumns"] = [
+        c for c in version["additionalPrinterColumns"] if c["name"] not in ("Ready", "Reason", "Status")
+    ]
+    path = f"{CRDS}/{ADOPT_NAME}"
+    kube = KubeClient.from_environment(kubeconfig=str(control_plane.admin_kubeconfig))
+    with control_plane.client() as http:
+        try:
+            assert http.post(CRDS, json=earlier, params={"fieldManager": "helm"}).status_code == 201
+            served = f"/apis/{ADOPT_GROUP}/v1alpha1/namespaces/default/swarms"
+            deadline = time.monotonic() + 30
+            body = {**_swarm(), "apiVersion": f"{ADOPT_GROUP}/v1alpha1"}
+            while (made := http.post(served, json=body)).status_code == 404:
+                assert time.monotonic() < deadline, made.text
+                time.sleep(0.2)
+            assert made.status_code == 201, made.text
+
+            adopt(kube, ours, release="rel", namespace="ah-system", keep=True)
+            crd = http.get(path).json()
+            meta = crd["metadata"]
+            assert meta["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+            assert meta["annotations"]["meta.helm.sh/release-name"] == "rel"
+            assert meta["annotations"]["meta.helm.sh/release-namespace"] == "ah-system"
+            assert meta["annotations"]["helm.sh/resource-policy"] == "keep"
+            columns = [c["name"] for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]]
+            assert "Ready" in columns, columns
+            # the fields are Helm's own (its server-side apply manager): a later upgrade owns them
+            assert {m["manager"] for m in meta["managedFields"] if m["operation"] == "Apply"} == {"helm"}
+            assert http.get(f"{served}/example").status_code == 200, "the Swarm is kept"
+            generation = meta["generation"]
+            adopt(kube, ours, release="rel", namespace="ah-system", keep=True)
+            assert http.get(path).json()["metadata"]["generation"] == generation
+
+            bad = tmp_path / "not-a-crd.yaml"
+            bad.write_text("kind: ConfigMap\nmetadata: {name: x}\n")
+            with pytest.raises(AdoptError, match="is not a CustomResourceDefinition"):
+                read_crd(bad)
+        finally:
+            http.delete(path)
+            kube.close()
+
+
+def test_adopt_crd_without_a_release_is_refused_naming_the_flag() -> None:
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "agentihooks_operator.main", "--adopt-crd", "/nonexistent.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "--adopt-crd needs --release NAMESPACE/NAME" in done.stderr, done.stderr

@@ -89,7 +89,8 @@ def test_chart_archive(dist: Path) -> None:
     assert chart["home"] and chart["icon"].startswith("data:image/svg+xml;base64,")
     assert readme == (CHART / "README.md").read_bytes()
     for path in (
-        "crds/swarms.agentihooks.io.yaml",
+        "files/crds/swarms.agentihooks.io.yaml",
+        "templates/crds.yaml",
         "values.schema.json",
         "values.yaml",
         "templates/uninstall-hook.yaml",

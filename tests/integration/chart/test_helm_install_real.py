@@ -299,8 +299,10 @@ def test_helm_install_and_uninstall_on_the_real_api_server(
     try:
         with control_plane.client() as http:
             api = Api(http)
-            # --wait=hookOnly is helm 4's spelling of --wait=false: no readiness wait, hooks only
-            helm_ok(helm, "install", release, str(CHART), *kube, *files, "--wait=hookOnly")
+            # --wait=hookOnly is helm 4's spelling of --wait=false: no readiness wait, hooks only.
+            # --no-hooks: the session's Swarm CRD was applied by hand, so the chart would take it over
+            # with a hook Job no kubelet runs here (the chart-on-real-node flow runs that hook)
+            helm_ok(helm, "install", release, str(CHART), *kube, *files, "--wait=hookOnly", "--no-hooks")
             assert "STATUS: deployed" in helm_ok(helm, "status", release, *kube)
             manifest = [d for d in yaml.safe_load_all(helm_ok(helm, "get", "manifest", release, *kube)) if d]
             kinds = {d["kind"] for d in manifest}

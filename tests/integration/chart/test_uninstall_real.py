@@ -312,7 +312,11 @@ def test_uninstall_hook_stops_the_operator_then_releases_the_swarms(
         lambda p: labels_of(p).get("batch.kubernetes.io/job-name") == f"{fullname}-uninstall"
     )
     try:
-        helm_ok(helm, "install", release, str(CHART), *kube, "--values", values_file(helm, values))
+        # --no-hooks on install: the CRD take-over hook's Job (the session's CRD was applied by hand)
+        # would wait for a kubelet that starts only after the install; the uninstall hook is the test
+        helm_ok(
+            helm, "install", release, str(CHART), *kube, "--values", values_file(helm, values), "--no-hooks"
+        )
         kubelet.start()
         with control_plane.client() as http:
             operator_pod = wait_for(
@@ -391,7 +395,9 @@ def test_without_the_hook_a_swarm_deletion_hangs_until_the_command_runs(
     ``--no-hooks``) releases a Swarm already being deleted."""
     release = f"n{uuid.uuid4().hex[:6]}"
     kube = ("--namespace", namespace, "--kubeconfig", str(control_plane.admin_kubeconfig))
-    helm_ok(helm, "install", release, str(CHART), *kube, "--set", "rbac.allowReleaseNamespace=true")
+    helm_ok(
+        helm, "install", release, str(CHART), *kube, "--set", "rbac.allowReleaseNamespace=true", "--no-hooks"
+    )
     with control_plane.client() as http:
         # the finalizer as kopf writes it (no operator runs in this test)
         body = swarm_body(namespace, "orphan", finalizers=[FINALIZER])

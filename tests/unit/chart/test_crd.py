@@ -16,7 +16,7 @@ from agentihooks_operator.k8s.crd import crd_manifest
 from agentihooks_operator.swarm import SwarmSpec
 from testsupport.helm import CHART, ROOT
 
-CRD_FILE = CHART / "crds" / "swarms.agentihooks.io.yaml"
+CRD_FILE = CHART / "files" / "crds" / "swarms.agentihooks.io.yaml"
 EXAMPLE = ROOT / "deploy" / "examples" / "swarm.yaml"
 
 

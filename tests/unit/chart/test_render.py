@@ -391,7 +391,7 @@ def test_package_holds_the_crd_and_leaves_out_the_ci_value_sets(helm: Helm, tmp_
     [archive] = tmp_path.glob("agentihooks-recovery-*.tgz")
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-    assert "agentihooks-recovery/crds/swarms.agentihooks.io.yaml" in names
+    assert "agentihooks-recovery/files/crds/swarms.agentihooks.io.yaml" in names
     assert "agentihooks-recovery/values.schema.json" in names
     assert not [n for n in names if "/ci/" in n]
 
