@@ -40,6 +40,8 @@ class Case:
     observed: dict[str, Any] = field(default_factory=dict)
     #: Why the case could not run (then it is recorded ``skipped``, never passed).
     skipped: str | None = None
+    #: Where its Pods ran: the simulated kubelet, or the real node (with the real CLIs).
+    ran_on: str = "simulated kubelet"
 
     def add_input(self, name: str, data: bytes, **extra: Any) -> None:
         self.inputs.append({"name": name, "sha256": sha256_bytes(data), "bytes": len(data), **extra})
@@ -60,6 +62,7 @@ class Case:
             "expected": self.expected,
             "observed": self.observed,
             "result": self.result,
+            "ran_on": self.ran_on,
         }
         if self.skipped is not None:
             out["skip_reason"] = self.skipped

@@ -1,38 +1,35 @@
 """``make evidence``: the acceptance cases of SV2-CKP-05 run live, and the evidence record they produce.
 
-Five seats of swarm ``evidence``, one per fixture input, on the same running
-system as ``make demo DEMO_ARGS=--control-plane`` (private redis-server, a real
-etcd + kube-apiserver + kube-controller-manager on loopback with the chart's
-CRD and RBAC, the real operator and control API as the chart's
-ServiceAccount, real worker processes under the simulated kubelet):
+Five acceptance cases, on the same running system as ``make demo DEMO_ARGS=--control-plane``
+(private redis-server, a real etcd + kube-apiserver + kube-controller-manager on loopback with the
+chart's CRD and RBAC, the real operator and control API as the chart's ServiceAccount):
 
 * ``valid`` - a checkpoint its worker captured; OOM-killed; resumes natively.
-* ``corrupt`` - one object of the captured checkpoint has a byte changed
-  before the operator sees the failure; the replacement refuses ``corrupt_object``.
-* ``version`` - the replacement's harness is Claude Code 2.2, not qualified for
-  native resume; it refuses ``unqualified_version``.
-* ``mismatch`` - the attempt reported another conversation after its last
-  capture; the controller does not resume it natively (the card offers
-  "Continue from context"), and resume reconstructs.
-* ``duplicate`` - waits after an image-pull failure; the same resume request is
-  posted three times (once, then twice at once); one replacement, native.
+* ``corrupt`` - one object of the checkpoint the replacement will restore has a bit flipped; the
+  replacement refuses ``corrupt_object``.
+* ``version`` - the replacement's harness is Claude Code 2.2, not qualified for native resume; it
+  refuses ``unqualified_version``.
+* ``mismatch`` - the attempt reported another conversation after its last capture; the controller
+  does not resume it natively (the card offers "Continue from context"), and resume reconstructs.
+* ``duplicate`` - waits after an image-pull failure; the same resume request is posted three times
+  (once, then twice at once); one replacement, native.
 
-Then the real-harness cases (:mod:`agentihooks_demo.realcase`): Claude Code and
-Codex themselves, at the pinned versions, hold a conversation against a
-loopback model API, are killed, and resume natively in a replacement worker;
-the record's ``harnesses`` section names the versions they reported and
-whether the resumed request carried the earlier turns. They run at worker
-level (no operator), and are recorded ``skipped`` where the CLIs are missing.
+Where this machine can host a real node (root, a memory cgroup, containerd and runc), ``valid``,
+``corrupt`` and ``duplicate`` run there (:mod:`.nodecase`, :mod:`.nodeacceptance`): the project's
+worker image on a real kubelet with the real Claude Code, the kernel's OOM kill, a cordoned node, a
+real ``ErrImageNeverPull``; a Codex seat whose whole container is SIGKILLed at once is added. The
+other two, and all five elsewhere, run under the simulated kubelet with real worker processes and
+the fake harness (:mod:`.cases`); each case says where it ran (``ran_on``) and the record's
+``mocked_parts`` names what was simulated in which case.
 
-Last, where this machine can host a real node (root, a memory cgroup, containerd and runc), the
-real-node case (:mod:`agentihooks_demo.nodecase`): the operator launches the project's worker
-image on a real kubelet, the kernel OOM-kills the container running the real Claude Code, and the
-replacement container resumes it natively. Elsewhere it is recorded ``skipped`` with the reason.
+Then the real-harness cases (:mod:`agentihooks_demo.realcase`): Claude Code and Codex themselves, at
+the pinned versions, hold a conversation against a loopback model API, are killed, and resume
+natively in a replacement worker, at worker level (no operator); they are recorded ``skipped`` where
+the CLIs are missing.
 
-Each case records its inputs with their sha256, what was expected and what was
-observed (continuity reported or refusal reason, replacements admitted). The
-record is written by :mod:`agentihooks_demo.record`; the cases live in
-:mod:`agentihooks_demo.cases`.
+Each case records its inputs with their sha256, what was expected and what was observed
+(continuity reported or refusal reason, replacements admitted). The record is written by
+:mod:`agentihooks_demo.record`.
 """
 
 from __future__ import annotations
@@ -46,8 +43,11 @@ from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, Case, CaseRunner
 from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import EARLIER_WORKER, PodRun, SimulatedKubelet
+from .nodeacceptance import codex_case, corrupt_case, duplicate_case
 from .nodecase import NODE_CASE_ID, node_case
-from .nodehost import RealNodeHook, node_reason
+from .nodecase import SWARM as NODE_SWARM
+from .nodecases import NodeBed
+from .nodehost import RealNodeHook, git_daemon, node_reason
 from .procs import Processes
 from .realcase import harness_section, real_harness_case
 from .realresume import HARNESSES
@@ -55,11 +55,18 @@ from .record import build_record, write_record
 from .stack import StackError, demo_repository, start_stack
 from .world import World
 
+#: The five acceptance cases, in the order they run.
+ACCEPTANCE = ("valid", "corrupt", "version", "mismatch", "duplicate")
+#: The cases that run under the simulated kubelet even where a real node is at hand: a replacement
+#: whose Claude Code is another version needs a second worker image, and a conversation reported
+#: after the last capture needs a worker that dies between the two (the fake harness does both).
+SIMULATED_ONLY = ("version", "mismatch")
 
-def evidence_spec() -> dict[str, Any]:
+
+def evidence_spec(names: tuple[str, ...] = ACCEPTANCE) -> dict[str, Any]:
     seats = [
         {"name": name, "project": PROJECT, "task": {"id": f"t-{name}", "text": f"Acceptance case {name}"}}
-        for name in ("valid", "corrupt", "version", "mismatch", "duplicate")
+        for name in names
     ]
     return {
         "image": "ghcr.io/agentihooks/worker:2.1.0",
@@ -124,40 +131,42 @@ async def _run(
     kubelet = SimulatedKubelet(stack.kube.pod_api(), workdir / "node", env, plan=evidence_plan, say=say)
     await kubelet.start()
     w = World(stack, kubelet, SWARM, say=say)
+    simulated = SIMULATED_ONLY if hook is not None else ACCEPTANCE
+    found: dict[str, Case] = {}
     try:
-        w.step("creating Swarm 'evidence' (one seat per acceptance case)")
-        await w.create_swarm(evidence_spec())
+        w.step(
+            f"creating Swarm 'evidence' (a seat per case on the simulated kubelet: {', '.join(simulated)})"
+        )
+        await w.create_swarm(evidence_spec(simulated))
         runner = CaseRunner(w, stack)
-        cases = []
-        for name in ("valid", "corrupt", "version", "mismatch", "duplicate"):
-            case = await getattr(runner, name)()
-            w.step(
-                f"case {case.id}: expected {case.expected}, observed "
-                f"{ {k: case.observed.get(k) for k in case.expected} } -> {'pass' if case.passed else 'FAIL'}"
-            )
-            cases.append(case)
+        for name in simulated:
+            found[name] = _said(w, await getattr(runner, name)())
         metrics = await w.metrics()
         real = []
         for harness in HARNESSES:
-            case = await asyncio.to_thread(real_harness_case, harness, workdir, w.step)
-            shown = {k: case.observed.get(k) for k in case.expected}
-            w.step(
-                f"case {case.id}: expected {case.expected}, observed {shown} -> "
-                + (f"skipped ({case.skipped})" if case.skipped else "pass" if case.passed else "FAIL")
-            )
-            real.append(case)
+            real.append(_said(w, await asyncio.to_thread(real_harness_case, harness, workdir, w.step)))
     finally:
         await kubelet.stop()
+    extra: list[Case] = []
     if hook is not None:
-        node = await node_case(stack, hook.node, hook.worker_ref, workdir, w.step)
+        found["valid"] = _said(
+            w, await node_case(stack, hook.node, hook.worker_ref, workdir, w.step, case_id="valid-checkpoint")
+        )
+        with git_daemon(workdir / "node-cases-git", hook.address) as git_url:
+            bed = NodeBed(
+                stack, hook.node, hook.worker_ref, git_url, hook.address, hook.realnode.POD_TEMPLATE, w.step
+            )
+            await bed.remove(NODE_SWARM)  # the node to each case alone from here on
+            found["corrupt"] = _said(w, await corrupt_case(bed))
+            found["duplicate"] = _said(w, await duplicate_case(bed))
+            extra.append(_said(w, await codex_case(bed)))
     else:
         node = Case(NODE_CASE_ID, "The worker image on a real node", {"continuity": "native"})
         node.skipped = f"no real node: {skip}"
-    w.step(
-        f"case {node.id}: " + (node.skipped or f"observed {node.observed.get('continuity')} -> {node.result}")
-    )
+        extra.append(_said(w, node))
+    cases = [found[name] for name in ACCEPTANCE]
     record = build_record(
-        [c.as_json() for c in [*cases, *real, node]],
+        [c.as_json() for c in [*cases, *real, *extra]],
         metrics=metrics,
         started=started,
         bin_dir=bin_dir,
@@ -168,6 +177,16 @@ async def _run(
     write_record(out, record)
     say(f"evidence record: {out} (run {record['run']['id']}, status {record['status']})")
     return 0 if record["status"] == "passed" else 1
+
+
+def _said(w: World, case: Case) -> Case:
+    """Print the case's outcome as a step of the story, and hand it on."""
+    shown = {k: case.observed.get(k) for k in case.expected}
+    w.step(
+        f"case {case.id} ({case.ran_on}): expected {case.expected}, observed {shown} -> "
+        + (f"skipped ({case.skipped})" if case.skipped else "pass" if case.passed else "FAIL")
+    )
+    return case
 
 
 def _now() -> str:

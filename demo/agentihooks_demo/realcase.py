@@ -92,6 +92,7 @@ def real_harness_case(harness: str, workdir: Path, say: Callable[[str], None] = 
         f"{NAMES[harness]} itself ({package}@{pinned}) resumes, after an OOM kill, the conversation it wrote",
         {"harness": harness, "version": pinned, "continuity": "native", "turns_carried": True},
     )
+    case.ran_on = "worker processes on this machine (no Pod, no operator)"
     case.observed["harness"] = harness
     reason = unavailable()
     bins = realclis.installed(realclis.PINNED)

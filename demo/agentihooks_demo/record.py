@@ -52,13 +52,14 @@ EMULATOR_LIMITATION = (
 )
 CONTROL_PLANE_LIMITATION = (
     "The Kubernetes API is a real control plane on loopback (etcd, kube-apiserver, kube-controller-manager), "
-    "but in the five acceptance cases there is no container runtime: the simulated kubelet binds each Pod "
+    "but in the cases that ran on the simulated kubelet (each case's ran_on) there is no container runtime: "
+    "the simulated kubelet binds each Pod "
     "to its Node and runs the worker as a local process (no image is pulled, no memory limit applies); "
     "OOM kills and image-pull failures are injected by it and written as a kubelet would write them."
 )
 FAKE_HARNESS_LIMITATION = (
-    "In the five acceptance cases the harnesses are the fake claude/codex executables with the real CLIs' "
-    "surface, not Claude Code or Codex themselves."
+    "In the cases that ran on the simulated kubelet the harnesses are the fake claude/codex executables with "
+    "the real CLIs' surface, not Claude Code or Codex themselves."
 )
 REAL_HARNESS_LIMITATION = (
     "The real-harness cases run Claude Code and Codex themselves (versions under harnesses) against a "
@@ -114,7 +115,9 @@ def _git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
-def backend(kube: KubeApi, node: dict[str, Any] | None = None) -> dict[str, Any]:
+def backend(
+    kube: KubeApi, node: dict[str, Any] | None = None, simulated: list[str] | None = None
+) -> dict[str, Any]:
     requested = os.environ.get("KUBECONFIG")
     kind = (
         f"not used: KUBECONFIG={requested} was set, but this command has no kind backend yet"
@@ -141,12 +144,12 @@ def backend(kube: KubeApi, node: dict[str, Any] | None = None) -> dict[str, Any]
             f"(helm template, {kube.versions.get('helm', 'helm')})"
         ),
         "kubelet": (
-            ("the five acceptance cases: " if _node_ran(node) else "")
+            (f"{_names(simulated)}: " if _node_ran(node) and simulated else "")
             + "simulated: registers a Node and renews its Lease, binds Pods through the binding "
             "subresource, writes statuses through the status subresource and finishes graceful "
             "deletions; the workers are real agentihooks-worker processes on the local machine"
             + (
-                f"; the real-node case: {node['versions'].get('kubelet')} with "
+                f"; the real-node cases: {node['versions'].get('kubelet')} with "
                 f"{node['versions'].get('containerd')} and {node['versions'].get('runc')}"
                 if node is not None and _node_ran(node)
                 else ""
@@ -158,21 +161,33 @@ def backend(kube: KubeApi, node: dict[str, Any] | None = None) -> dict[str, Any]
     }
 
 
-def mocked_parts(stack: Stack, node: dict[str, Any] | None = None) -> list[str]:
-    """What of this run was simulated or faked (empty only when nothing was): the kubelet of the five
-    acceptance cases, their fake harnesses, and the model the real CLIs talk to. With a real node the
-    real-node case has no simulated part but that model."""
+def mocked_parts(
+    stack: Stack, node: dict[str, Any] | None = None, simulated: list[str] | None = None
+) -> list[str]:
+    """What of this run was simulated or faked (empty only when nothing was): the kubelet of the cases
+    that ran on the simulated kubelet (``simulated``: their ids), their fake harnesses, and the model
+    the real CLIs talk to. A case on the real node has no simulated part but that model."""
     kube = "kmock's emulated Kubernetes API and " if stack.kube.plane is None else ""
-    where = "in the five acceptance cases" if _node_ran(node) else "in every case"
-    parts = [
-        f"{kube}the kubelet {where}: simulated (Pod statuses written by a stand-in, workers run as "
-        "local processes)",
-        "the harness in the five acceptance cases: the fake claude/codex executables",
+    parts = []
+    if simulated is None or simulated:
+        where = f"in {_names(simulated)}" if _node_ran(node) and simulated else "in every case"
+        parts += [
+            f"{kube}the kubelet {where}: simulated (Pod statuses written by a stand-in, workers run as "
+            "local processes)",
+            f"the harness {where.replace('every case', 'the acceptance cases')}: the fake claude/codex "
+            "executables",
+        ]
+    parts.append(
         "the model the real Claude Code and Codex talk to (real-harness"
         + (" and real-node" if _node_ran(node) else "")
-        + " cases): a loopback server with scripted replies",
-    ]
+        + " cases): a loopback server with scripted replies"
+    )
     return parts
+
+
+def _names(ids: list[str] | None) -> str:
+    shown = list(ids or [])
+    return "case " + shown[0] if len(shown) == 1 else "cases " + ", ".join(shown)
 
 
 def _node_ran(node: dict[str, Any] | None) -> bool:
@@ -185,7 +200,9 @@ NODE_LIMITATION = (
     "images are built on this machine and imported, never pulled from a registry; the image's files "
     "are read into the page cache by the harness before the Pod starts (so the container's memory "
     "limit kills it instead of leaving it to thrash on its own code pages, tests/testsupport/"
-    "nodecache.py); the five acceptance cases still run under the simulated kubelet."
+    "nodecache.py). The acceptance cases that need a second worker image (another Claude Code) or a "
+    "worker stopped between a session report and its capture still run under the simulated kubelet "
+    "(each case's ran_on says where it ran)."
 )
 
 
@@ -203,6 +220,7 @@ def build_record(
     complete only when every case ran and passed. ``node``: the real node's versions and images, or
     ``{"skipped": reason}``."""
     ran = [c for c in cases if c["result"] != "skipped"]
+    simulated = [c["id"] for c in ran if c.get("ran_on") == "simulated kubelet"]
     skipped = [c["id"] for c in cases if c["result"] == "skipped"]
     passed = bool(ran) and all(c["result"] == "pass" for c in ran)
     harnesses = harnesses or []
@@ -226,15 +244,15 @@ def build_record(
             if _node_ran(node)
             else "live-control-plane"
         ),
-        "mocked": bool(mocked_parts(stack, node)),
-        "mocked_parts": mocked_parts(stack, node),
+        "mocked": bool(mocked_parts(stack, node, simulated)),
+        "mocked_parts": mocked_parts(stack, node, simulated),
         "run": {
             "id": str(uuid.uuid4()),
             "started_at": started,
             "finished_at": datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         },
-        "backend": backend(stack.kube, node),
+        "backend": backend(stack.kube, node, simulated),
         "versions": versions(bin_dir, stack.kube),
         "interfaces": INTERFACES,
         "supported_versions": SUPPORTED_VERSIONS,
@@ -245,7 +263,7 @@ def build_record(
         "remaining_limitations": [
             EMULATOR_LIMITATION if stack.kube.plane is None else CONTROL_PLANE_LIMITATION,
             *([NODE_LIMITATION] if _node_ran(node) else []),
-            FAKE_HARNESS_LIMITATION,
+            *([FAKE_HARNESS_LIMITATION] if simulated else []),
             *([real_limitation] if harnesses else []),
             *LIMITATIONS,
         ],

@@ -7,9 +7,11 @@ is the real control plane, named by the versions its binaries report. The
 real-harness cases name Claude Code and Codex at the versions the CLIs
 themselves reported, and say the resumed request carried the earlier turns
 (``skipped``, never passed, only where npm is missing outside CI). Where the
-machine can host a real node (always under ``CI=true``), the real-node case ran
-the worker image on a real kubelet, containerd and runc, and the record names
-their versions and the images.
+machine can host a real node (always under ``CI=true``), the valid, corrupt and
+duplicate cases and a Codex whole-container kill ran the worker image on a real
+kubelet, containerd and runc with the real CLIs, each case says where it ran,
+and the record's simulated parts name only the two cases left on the simulated
+kubelet and the model.
 """
 
 from __future__ import annotations
@@ -91,12 +93,16 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True)
     assert record["tested_commit"] == head.stdout.strip()
     assert record["package"] == "SV2-CKP-05"
-    # honest about what was simulated: the kubelet of the acceptance cases, their fake harnesses, the
-    # model the real CLIs talk to
+    # honest about what was simulated: the kubelet of the cases that ran on it, their fake harnesses,
+    # the model the real CLIs talk to
     parts = record["mocked_parts"]
     assert record["mocked"] is True and any("the kubelet" in p and "simulated" in p for p in parts)
     assert any("fake claude/codex" in p for p in parts)
     assert any("scripted replies" in p for p in parts)
+    on_node = {c["id"] for c in record["cases"] if c["ran_on"] == "real node"}
+    assert on_node == (set() if no_node else ON_NODE)
+    for part in parts:  # a case on the real node is never said to be simulated
+        assert not any(cid in part for cid in on_node), part
     complete = missing is None and no_node is None
     assert record["status"] == "passed" and record["package_complete"] is complete
     for key in ("evidence_class", "interfaces", "supported_versions", "remaining_limitations", "versions"):
@@ -117,7 +123,7 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
     assert record["versions"]["helm"].startswith("v")
 
     cases = {c["id"]: c for c in record["cases"]}
-    assert set(cases) == set(CASES) | REAL_CASES | {NODE_CASE}
+    assert set(cases) == set(CASES) | REAL_CASES | ({NODE_CASE} if no_node else {CODEX_CASE})
     check_harnesses(record, cases, work, missing)
     for cid, expected in CASES.items():
         case = cases[cid]
@@ -130,7 +136,7 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
             if "checkpoint_id" in item:
                 committed = list(
                     work.glob(
-                        f"checkpoints/namespaces/agentihooks-demo/swarms/evidence/tasks/*/gen-1/checkpoints/{item['checkpoint_id']}/committed.json"
+                        f"checkpoints/namespaces/agentihooks-demo/swarms/*/tasks/*/gen-1/checkpoints/{item['checkpoint_id']}/committed.json"
                     )
                 )
                 assert len(committed) == 1
@@ -146,21 +152,29 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
 
 
 NODE_CASE = "real-node-native-resume"
+CODEX_CASE = "real-node-codex-container-kill"
+#: The acceptance cases that run on the real node where there is one.
+ON_NODE = {"valid-checkpoint", "corrupt-object", "duplicated-restore-request", CODEX_CASE}
 
 
 def check_node(record: dict, no_node: str | None) -> None:
-    """The real-node case: on a real kubelet, containerd and runc with the worker image built here,
-    the kernel's OOM kill, the automatic native resume, one replacement, the earlier turns carried."""
-    case = next(c for c in record["cases"] if c["id"] == NODE_CASE)
+    """The real-node cases: on a real kubelet, containerd and runc with the worker image built here and
+    the real CLIs: the kernel's OOM kill and an automatic native resume; a corrupt object refused by the
+    replacement; a real pull failure, then one replacement for three posts; a Codex container killed
+    whole and resumed natively."""
     node = record["backend"]["node"]
     if no_node is not None:  # outside CI, on a machine that cannot host a node: skipped, never passed
+        case = next(c for c in record["cases"] if c["id"] == NODE_CASE)
         assert case["result"] == "skipped" and no_node in case["skip_reason"]
         assert NODE_CASE in record["skipped_cases"] and no_node in node["skipped"]
         assert record["evidence_class"] == "live-control-plane"
         assert any("in every case" in p for p in record["mocked_parts"])
         return
-    assert case["result"] == "pass", case["observed"]
-    assert case["expected"] == {
+    cases = {c["id"]: c for c in record["cases"]}
+    for cid in ON_NODE:
+        assert cases[cid]["result"] == "pass" and cases[cid]["ran_on"] == "real node", cases[cid]
+    valid = cases["valid-checkpoint"]
+    assert valid["expected"] == {
         "first_container": "OOMKilled",
         "fence_reason": "oom_killed",
         "decided_by": "automatic",
@@ -168,19 +182,30 @@ def check_node(record: dict, no_node: str | None) -> None:
         "turns_carried": True,
         "replacements_admitted": 1,
     }
-    observed = case["observed"]
+    observed = valid["observed"]
     assert observed["released"] == ["grant", "account"]
     assert observed["worker_line"]["recovery"] == "native"
     assert len(observed["pods_created"]) == 2 == len(set(observed["pods_created"]))
+    corrupt = cases["corrupt-object"]["observed"]
+    assert corrupt["first_container"] == "OOMKilled" and corrupt["worker_line"]["event"] == "restore_refused"
+    # the seat's card shows the refusal and waits for a relaunch; what it offers is never the one refused
+    refused = next(i for i in cases["corrupt-object"]["inputs"] if "checkpoint_id" in i)["checkpoint_id"]
+    assert corrupt["card_after_refusal"]["refusal"] == "corrupt_object"
+    assert corrupt["card_after_refusal"]["offered_checkpoint"] != refused
+    duplicate = cases["duplicated-restore-request"]["observed"]
+    assert duplicate["pull_failure"] == "ErrImageNeverPull" and duplicate["turns_carried"] is True
+    codex = cases[CODEX_CASE]
+    assert codex["expected"]["fence_reason"] == "application_exit"
+    assert codex["observed"]["worker_line"]["recovery"] == "native"
     assert record["evidence_class"] == "live-control-plane-and-real-node"
-    assert any("in the five acceptance cases" in p for p in record["mocked_parts"])
     versions = node["versions"]
     assert re.fullmatch(r"Kubernetes v1\.\d+\.\d+", versions["kubelet"]), versions
     assert versions["containerd"].startswith("containerd ") and versions["runc"].startswith("runc version")
     assert node["images"]["worker"].startswith("agentihooks.local/") and node["images"]["pause"]
     assert versions["kubelet"] in record["backend"]["kubelet"]
-    image = next(i for i in case["inputs"] if i["name"] == "Swarm spec (JSON)")["image"]
-    assert image == node["images"]["worker"]
+    for cid in ("valid-checkpoint", "corrupt-object", CODEX_CASE):
+        image = next(i for i in cases[cid]["inputs"] if i["name"] == "Swarm spec (JSON)")["image"]
+        assert image == node["images"]["worker"]
 
 
 def check_harnesses(record: dict, cases: dict, work: Path, missing: str | None) -> None:
@@ -249,5 +274,7 @@ def test_committed_record_comes_from_a_run_of_this_history() -> None:
         f"tested_commit {record['tested_commit']} is not in this branch's history"
     )
     # the real-harness cases are there in a record written since they exist, and passed like the rest
-    assert set(CASES) <= {c["id"] for c in record["cases"]} <= set(CASES) | REAL_CASES | {NODE_CASE}
+    assert (
+        set(CASES) <= {c["id"] for c in record["cases"]} <= set(CASES) | REAL_CASES | {NODE_CASE, CODEX_CASE}
+    )
     assert all(c["result"] == "pass" for c in record["cases"])

@@ -43,12 +43,20 @@ def _record(node: dict | None, cases: list[dict]) -> dict:  # type: ignore[type-
     return build_record(cases, metrics={}, started="t", bin_dir=fake_harness_bin(), stack=stack, node=node)  # type: ignore[arg-type]
 
 
-def _case(cid: str, result: str) -> dict:  # type: ignore[type-arg]
-    return {"id": cid, "result": result, **({"skip_reason": "no node"} if result == "skipped" else {})}
+def _case(cid: str, result: str, ran_on: str = "simulated kubelet") -> dict:  # type: ignore[type-arg]
+    skip = {"skip_reason": "no node"} if result == "skipped" else {}
+    return {"id": cid, "result": result, "ran_on": ran_on, **skip}
 
 
 def test_a_record_with_the_real_node_names_it_and_what_is_still_simulated() -> None:
-    record = _record(NODE, [_case("valid-checkpoint", "pass"), _case("real-node-native-resume", "pass")])
+    record = _record(
+        NODE,
+        [
+            _case("valid-checkpoint", "pass", "real node"),
+            _case("unsupported-harness-version", "pass"),
+            _case("conversation-mismatch", "pass"),
+        ],
+    )
     assert record["evidence_class"] == "live-control-plane-and-real-node"
     assert record["backend"]["node"] == NODE
     assert (
@@ -56,9 +64,26 @@ def test_a_record_with_the_real_node_names_it_and_what_is_still_simulated() -> N
         and "runc version" in record["backend"]["kubelet"]
     )
     assert record["mocked"] is True
-    assert any("in the five acceptance cases" in p for p in record["mocked_parts"])
-    assert any("real-node cases" in p and "scripted replies" in p for p in record["mocked_parts"])
+    parts = record["mocked_parts"]
+    assert any(
+        "the kubelet in cases unsupported-harness-version, conversation-mismatch: simulated" in p
+        for p in parts
+    )
+    assert not any("valid-checkpoint" in p for p in parts)
+    assert any("real-node cases" in p and "scripted replies" in p for p in parts)
+    assert (
+        "cases unsupported-harness-version, conversation-mismatch: simulated" in record["backend"]["kubelet"]
+    )
     assert record["package_complete"] is True
+
+
+def test_a_record_whose_cases_all_ran_on_the_real_node_names_only_the_model() -> None:
+    record = _record(
+        NODE, [_case("valid-checkpoint", "pass", "real node"), _case("real-harness-claude", "pass", "x")]
+    )
+    assert record["mocked"] is True
+    assert len(record["mocked_parts"]) == 1 and "scripted replies" in record["mocked_parts"][0]
+    assert not any("fake claude/codex" in line for line in record["remaining_limitations"])
 
 
 def test_a_record_without_the_real_node_says_why_and_is_not_complete() -> None:
