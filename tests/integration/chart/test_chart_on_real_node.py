@@ -223,6 +223,14 @@ def _helm(node: Node, helm: Helm, namespace: str, *args: str) -> str:
     return res.stdout
 
 
+def _manifest(node: Node, helm: Helm, namespace: str) -> str:
+    """``helm get manifest``: what the release holds."""
+    kube = ("--namespace", namespace, "--kubeconfig", str(node.plane.admin_kubeconfig))
+    res = helm.run("get", "manifest", RELEASE, *kube, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
 def _agentihooks(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real ``agentihooks`` console script; ``env`` replaces the control URL and token variables."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIHOOKS_", "KUBECONFIG"))}
@@ -447,10 +455,10 @@ async def test_the_chart_in_pods_recovers_a_real_death_upgrades_and_uninstalls(
             verb == "patch" and res == "customresourcedefinitions" and 200 <= code < 300
             for verb, res, code in adopter
         ), adopter
-        assert "kind: CustomResourceDefinition" not in _helm(node, helm, system, "get", "manifest", RELEASE)
+        assert "kind: CustomResourceDefinition" not in _manifest(node, helm, system)
         # the next upgrade carries the CRD in the release itself (no hook: it is the release's now)
         _helm(node, helm, system, "upgrade", RELEASE, str(CHART), "--reuse-values", "--wait")
-        assert "kind: CustomResourceDefinition" in _helm(node, helm, system, "get", "manifest", RELEASE)
+        assert "kind: CustomResourceDefinition" in _manifest(node, helm, system)
         upgraded = node.pods(system, "app.kubernetes.io/component=operator")
         live = [p for p in upgraded if not p["metadata"].get("deletionTimestamp")]
         assert [p["metadata"]["name"] for p in live] != [operator[0]["metadata"]["name"]]
