@@ -15,12 +15,13 @@ chart's CRD and RBAC, the real operator and control API as the chart's ServiceAc
   (once, then twice at once); one replacement, native.
 
 Where this machine can host a real node (root, a memory cgroup, containerd and runc), ``valid``,
-``corrupt`` and ``duplicate`` run there (:mod:`.nodecase`, :mod:`.nodeacceptance`): the project's
-worker image on a real kubelet with the real Claude Code, the kernel's OOM kill, a cordoned node, a
-real ``ErrImageNeverPull``; a Codex seat whose whole container is SIGKILLed at once is added. The
-other two, and all five elsewhere, run under the simulated kubelet with real worker processes and
-the fake harness (:mod:`.cases`); each case says where it ran (``ran_on``) and the record's
-``mocked_parts`` names what was simulated in which case.
+``corrupt``, ``version`` and ``duplicate`` run there (:mod:`.nodecase`, :mod:`.nodeacceptance`): the
+project's worker image on a real kubelet with the real Claude Code, the kernel's OOM kill, a cordoned
+node, the image's tag loaded again with Claude Code 2.0, a real ``ErrImageNeverPull``; a Codex seat
+whose whole container is SIGKILLed at once is added. ``mismatch``, and all five elsewhere, run under
+the simulated kubelet with real worker processes and the fake harness (:mod:`.cases`); each case
+says where it ran (``ran_on``) and the record's ``mocked_parts`` names what was simulated in which
+case.
 
 Then the real-harness cases (:mod:`agentihooks_demo.realcase`): Claude Code and Codex themselves, at
 the pinned versions, hold a conversation against a loopback model API, are killed, and resume
@@ -43,7 +44,7 @@ from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, Case, CaseRunner
 from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import EARLIER_WORKER, PodRun, SimulatedKubelet
-from .nodeacceptance import codex_case, corrupt_case, duplicate_case
+from .nodeacceptance import codex_case, corrupt_case, duplicate_case, version_case
 from .nodecase import NODE_CASE_ID, node_case
 from .nodecase import SWARM as NODE_SWARM
 from .nodecases import NodeBed
@@ -57,9 +58,10 @@ from .world import World
 
 #: The five acceptance cases, in the order they run.
 ACCEPTANCE = ("valid", "corrupt", "version", "mismatch", "duplicate")
-#: The cases that run under the simulated kubelet even where a real node is at hand: a replacement
-#: whose Claude Code is another version needs a second worker image, and a conversation reported
-#: after the last capture needs a worker that dies between the two (the fake harness does both).
+#: The cases that run under the simulated kubelet even where a real node is at hand: a conversation
+#: reported after the last capture needs a worker that dies between the two (the fake harness does it;
+#: a real worker reports a session only with its capture); and the version case where the unqualified
+#: Claude Code the tests install (scripts/install-deps.sh) is missing.
 SIMULATED_ONLY = ("version", "mismatch")
 
 
@@ -131,7 +133,8 @@ async def _run(
     kubelet = SimulatedKubelet(stack.kube.pod_api(), workdir / "node", env, plan=evidence_plan, say=say)
     await kubelet.start()
     w = World(stack, kubelet, SWARM, say=say)
-    simulated = SIMULATED_ONLY if hook is not None else ACCEPTANCE
+    other = await asyncio.to_thread(hook.other_claude) if hook is not None else None
+    simulated = ACCEPTANCE if hook is None else SIMULATED_ONLY if other is None else ("mismatch",)
     found: dict[str, Case] = {}
     try:
         w.step(
@@ -158,6 +161,8 @@ async def _run(
             )
             await bed.remove(NODE_SWARM)  # the node to each case alone from here on
             found["corrupt"] = _said(w, await corrupt_case(bed))
+            if other is not None:
+                found["version"] = _said(w, await version_case(bed, *other))
             found["duplicate"] = _said(w, await duplicate_case(bed))
             extra.append(_said(w, await codex_case(bed)))
     else:

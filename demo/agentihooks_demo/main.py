@@ -108,9 +108,9 @@ def main(argv: list[str] | None = None) -> None:
         say("agentihooks-recovery demo on a REAL node: kubelet, containerd and runc run the worker image")
     elif args.evidence is not None and not args.no_real_node:
         say(
-            "agentihooks-recovery evidence: where this machine can host one, the valid, corrupt and "
-            "duplicate cases and a Codex container kill run on a REAL node (the worker image, real "
-            "CLIs); the other cases' kubelet is SIMULATED (worker Pods run as local processes)"
+            "agentihooks-recovery evidence: where this machine can host one, four acceptance cases and "
+            "a Codex container kill run on a REAL node (the worker image, real CLIs); the other cases' "
+            "kubelet is SIMULATED (worker Pods run as local processes)"
         )
     else:
         say(

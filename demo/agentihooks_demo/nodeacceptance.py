@@ -1,4 +1,4 @@
-"""Three acceptance cases on the real node: a corrupt object, a duplicated request, a whole-container kill.
+"""Acceptance cases on the real node: a corrupt object, another harness version, a duplicated request, a kill.
 
 Each runs a Swarm of one seat on the real node (:class:`.nodecases.NodeBed`) and makes its case
 happen as it happens in a cluster:
@@ -12,6 +12,10 @@ happen as it happens in a cluster:
   automatic replacement's Pod cannot get its image (``ErrImageNeverPull``) and the seat waits; the
   image is put back and the same resume is posted three times (once, then twice at once): one
   replacement, which resumes natively;
+* ``unsupported-harness-version`` - once attempt 1 captured, the worker image's tag is loaded again with
+  another Claude Code (2.0, outside the qualified 2.1 series: what pushing a tag again does; the
+  running container keeps its image) and the container is OOM-killed; the automatic replacement's
+  worker reads the CLI's version and refuses ``unqualified_version`` before it starts;
 * ``real-node-codex-container-kill`` - every process of a Codex seat's container is SIGKILLed at once
   (``ctr tasks kill --all``: what a crashed node leaves of it); the controller resumes it natively on
   its own and the replacement's first request carries the earlier turns.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 from .cases import Case
@@ -98,6 +103,46 @@ async def corrupt_case(bed: NodeBed) -> Case:
             await settle()
             case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
             bed.step(f"{name2} refused the checkpoint: {line.get('reason')}; the seat waits for a relaunch")
+        finally:
+            await bed.remove(swarm)
+    return case
+
+
+async def version_case(bed: NodeBed, other: Path, version: str) -> Case:
+    swarm = "ev-version"
+    case = Case(
+        "unsupported-harness-version",
+        f"The replacement's harness is not qualified for native resume (real node: Claude Code {version})",
+        {"first_container": "OOMKilled", "refusal": "unqualified_version", "replacements_admitted": 1},
+    )
+    case.ran_on = "real node"
+    run = bed.seat(swarm)
+    release = threading.Event()
+    with ModelApi(claude_script(release), host=bed.host) as api:
+        spec = bed.spec(swarm, "claude")
+        await asyncio.to_thread(bed.create, swarm, spec, api)
+        case.add_input("Swarm spec (JSON)", json.dumps(spec, sort_keys=True).encode(), image=bed.worker_ref)
+        try:
+            first, row = await captured(bed, run, api)
+            case.add_input("checkpoint id of attempt 1", str(row["checkpoint_id"]).encode(), **_ids(row))
+            # the image's tag is pushed again with another Claude Code; attempt 1 runs on, unchanged
+            await asyncio.to_thread(bed.swap_image, other)
+            case.add_input(f"the image under the same tag, with Claude Code {version}", other.name.encode())
+            bed.step(
+                f"{bed.worker_ref} now holds Claude Code {version} (the running container keeps its own)"
+            )
+            try:
+                await kill_by_memory(bed, run, first, release, case)
+                second = await until(lambda: run.pod_of(2), "the replacement's Pod")
+                name2 = second["metadata"]["name"]
+                line = (await until(lambda: run.events(name2, "restore_refused"), "the refusal"))[0]
+            finally:
+                await asyncio.to_thread(bed.swap_image, None)
+            case.observed["refusal"] = line.get("reason")
+            case.observed["worker_line"] = {k: line.get(k) for k in ("event", "reason", "detail")}
+            await settle()
+            case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
+            bed.step(f"{name2} refused: {line.get('reason')} ({line.get('detail')})")
         finally:
             await bed.remove(swarm)
     return case

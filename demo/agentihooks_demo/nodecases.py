@@ -110,6 +110,20 @@ class NodeBed:
             if done.returncode != 0:
                 raise StackError(f"ctr images {' '.join(args)} failed: {done.stderr.strip()}")
 
+    def swap_image(self, archive: Path | None) -> None:
+        """Load ``archive`` under the worker image's name (the name's own image kept under another, so
+        running containers are untouched): a tag pushed again with other content. ``None`` puts the
+        worker image back under its name."""
+        kept = f"{self.worker_ref}-kept"
+        if archive is None:
+            steps: list[tuple[str, ...]] = [("tag", "--force", kept, self.worker_ref)]
+        else:
+            steps = [("tag", "--force", self.worker_ref, kept), ("import", str(archive))]
+        for args in steps:
+            done = self.node.ctr("images", *args, timeout=600)
+            if done.returncode != 0:
+                raise StackError(f"ctr images {args[0]} failed: {done.stderr.strip()}")
+
     def cordon(self, on: bool) -> None:
         """Mark the node (un)schedulable, as ``kubectl cordon``/``uncordon`` does."""
         with self.stack.kube.plane.client() as c:  # type: ignore[union-attr]

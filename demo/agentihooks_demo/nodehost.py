@@ -53,6 +53,7 @@ class RealNodeHook:
         self.say = say
         self.node: Any = None
         self.worker_ref = ""
+        self.worker_archive: Path | None = None
         self.images: dict[str, str] = {}
         self.versions: dict[str, str] = {}
 
@@ -69,12 +70,27 @@ class RealNodeHook:
             self.down()
             raise StackError(f"the real node did not come up: {e}") from e
         self.worker_ref = ref
+        self.worker_archive = Path(tarball)
         self.images = {"worker": ref, "worker_archive": Path(tarball).name, "pause": self.realnode.PAUSE_REF}
         self.versions = node_versions(self.node)
         self.say(
             f"[start] real node {self.node.name} at {self.address}: {self.versions['kubelet']}, "
             f"{self.versions['containerd']}, {self.versions['runc']}; worker image {ref} imported"
         )
+
+    def other_claude(self) -> tuple[Path, str] | None:
+        """The worker image under the same tag with the unqualified Claude Code the tests install
+        (``scripts/install-deps.sh``), and that version; ``None`` where that CLI is not installed."""
+        from testsupport.images import worker_with_claude  # type: ignore[import-not-found]
+        from testsupport.realnode import IMAGES  # type: ignore[import-not-found]
+
+        from . import realclis
+
+        package = realclis.prefix_for(realclis.UNQUALIFIED) / "node_modules" / realclis.CLAUDE_PACKAGE
+        if self.worker_archive is None or not (package / "package.json").exists():
+            return None
+        archive = worker_with_claude(self.worker_archive, self.worker_ref, package, IMAGES)
+        return archive, realclis.UNQUALIFIED[realclis.CLAUDE_PACKAGE]
 
     def record(self) -> dict[str, Any]:
         """The record's ``backend.node``: what the node ran and the images it used."""

@@ -200,9 +200,10 @@ NODE_LIMITATION = (
     "images are built on this machine and imported, never pulled from a registry; the image's files "
     "are read into the page cache by the harness before the Pod starts (so the container's memory "
     "limit kills it instead of leaving it to thrash on its own code pages, tests/testsupport/"
-    "nodecache.py). The acceptance cases that need a second worker image (another Claude Code) or a "
-    "worker stopped between a session report and its capture still run under the simulated kubelet "
-    "(each case's ran_on says where it ran)."
+    "nodecache.py). The conversation-mismatch case (a worker stopped between a session report and "
+    "its capture, which a real worker never is) still runs under the simulated kubelet, as does the "
+    "version case where the unqualified Claude Code is not installed (each case's ran_on says where "
+    "it ran)."
 )
 
 

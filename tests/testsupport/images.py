@@ -210,3 +210,88 @@ def project_images() -> dict[str, tuple[str, Path]]:
     if set(found) != {"operator", "worker"}:
         raise RuntimeError(f"scripts/images.sh printed {res.stdout!r}, not the two images")
     return found
+
+
+#: Where the worker image installs Claude Code (``npm install -g``); ``/usr/local/bin/claude`` links here.
+CLAUDE_IN_IMAGE = "usr/local/lib/node_modules/@anthropic-ai/claude-code"
+
+
+def worker_with_claude(worker_tar: Path, ref: str, package: Path, folder: Path) -> Path:
+    """The worker image of ``worker_tar`` with the Claude Code package at ``package`` (a folder with
+    its package.json) in place of the one it installs, under the same ``ref``: what a tag pushed again
+    with another Claude Code is. One layer is added: the package folder, opaque over the old one.
+    Cached by the worker archive and the package version; an older one is deleted."""
+    version = json.loads((package / "package.json").read_text())["version"]
+    key = hashlib.sha256(f"{worker_tar.name} {version} {ref} bin-link".encode()).hexdigest()[:16]
+    target = folder / f"worker-claude{version}-{key}.tar"
+    if target.exists():
+        return target
+    layer = _package_layer(package)
+    diff = "sha256:" + hashlib.sha256(layer).hexdigest()
+    with tarfile.open(worker_tar) as old:
+        [entry] = json.loads(old.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        config = json.loads(old.extractfile(entry["Config"]).read())  # type: ignore[union-attr]
+        config["rootfs"]["diff_ids"].append(diff)
+        config.setdefault("history", []).append(
+            {"created_by": f"Claude Code {version} in place of the image's own ({CLAUDE_IN_IMAGE})"}
+        )
+        raw = json.dumps(config).encode()
+        config_name = hashlib.sha256(raw).hexdigest() + ".json"
+        layer_name = diff.split(":", 1)[1] + ".tar"
+        manifest = [{"Config": config_name, "RepoTags": [ref], "Layers": [*entry["Layers"], layer_name]}]
+        part = target.with_suffix(".part")
+        with tarfile.open(part, "w") as new:
+            for member in old:
+                if member.name in ("manifest.json", entry["Config"]) or not member.isfile():
+                    continue
+                new.addfile(member, old.extractfile(member))
+            for name, content in ((layer_name, layer), (config_name, raw)):
+                info = tarfile.TarInfo(name)
+                info.size = len(content)
+                new.addfile(info, io.BytesIO(content))
+            data = json.dumps(manifest).encode()
+            info = tarfile.TarInfo("manifest.json")
+            info.size = len(data)
+            new.addfile(info, io.BytesIO(data))
+    for stale in folder.glob(f"worker-claude{version}-*.tar"):
+        stale.unlink()
+    part.rename(target)
+    return target
+
+
+def _package_layer(package: Path) -> bytes:
+    """A layer holding ``package`` at :data:`CLAUDE_IN_IMAGE`, hiding what was there (opaque whiteout),
+    and ``/usr/local/bin/claude`` linked to its own executable, as ``npm install -g`` leaves them
+    (2.1 ships ``bin/claude.exe``, 2.0 ``cli.js``)."""
+    out = io.BytesIO()
+    executable = json.loads((package / "package.json").read_text())["bin"]["claude"]
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for folder in ("usr", "usr/local", "usr/local/bin"):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        link = tarfile.TarInfo("usr/local/bin/claude")
+        link.type, link.linkname = (
+            tarfile.SYMTYPE,
+            f"../lib/node_modules/@anthropic-ai/claude-code/{executable}",
+        )
+        tar.addfile(link)
+        parts = Path(CLAUDE_IN_IMAGE).parts
+        for i in range(3, len(parts) + 1):  # usr, usr/local: above
+            info = tarfile.TarInfo("/".join(parts[:i]))
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        opaque = tarfile.TarInfo(f"{CLAUDE_IN_IMAGE}/.wh..wh..opq")
+        tar.addfile(opaque, io.BytesIO(b""))
+        for path in sorted(package.rglob("*")):
+            rel = f"{CLAUDE_IN_IMAGE}/{path.relative_to(package).as_posix()}"
+            info = tar.gettarinfo(str(path), arcname=rel)
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mode = (info.mode & 0o755) | 0o444 if not info.isdir() else 0o755
+            if info.isfile():
+                with path.open("rb") as f:
+                    tar.addfile(info, f)
+            else:
+                tar.addfile(info)
+    return out.getvalue()

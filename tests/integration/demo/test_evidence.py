@@ -154,7 +154,13 @@ def test_evidence_record_is_produced_by_the_run(tmp_path: Path) -> None:
 NODE_CASE = "real-node-native-resume"
 CODEX_CASE = "real-node-codex-container-kill"
 #: The acceptance cases that run on the real node where there is one.
-ON_NODE = {"valid-checkpoint", "corrupt-object", "duplicated-restore-request", CODEX_CASE}
+ON_NODE = {
+    "valid-checkpoint",
+    "corrupt-object",
+    "unsupported-harness-version",
+    "duplicated-restore-request",
+    CODEX_CASE,
+}
 
 
 def check_node(record: dict, no_node: str | None) -> None:
@@ -194,6 +200,9 @@ def check_node(record: dict, no_node: str | None) -> None:
     assert corrupt["card_after_refusal"]["offered_checkpoint"] != refused
     duplicate = cases["duplicated-restore-request"]["observed"]
     assert duplicate["pull_failure"] == "ErrImageNeverPull" and duplicate["turns_carried"] is True
+    version = cases["unsupported-harness-version"]["observed"]
+    # the replacement ran the other Claude Code the image's tag was loaded with, and said which
+    assert version["first_container"] == "OOMKilled" and "2.0.77" in str(version["worker_line"]["detail"])
     codex = cases[CODEX_CASE]
     assert codex["expected"]["fence_reason"] == "application_exit"
     assert codex["observed"]["worker_line"]["recovery"] == "native"
