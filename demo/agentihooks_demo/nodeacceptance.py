@@ -124,7 +124,7 @@ async def version_case(bed: NodeBed, other: Path, version: str) -> Case:
         case.add_input("Swarm spec (JSON)", json.dumps(spec, sort_keys=True).encode(), image=bed.worker_ref)
         try:
             first, row = await captured(bed, run, api)
-            case.add_input("checkpoint id of attempt 1", str(row["checkpoint_id"]).encode(), **_ids(row))
+            _manifest_input(bed, case, swarm, row)
             # the image's tag is pushed again with another Claude Code; attempt 1 runs on, unchanged
             await asyncio.to_thread(bed.swap_image, other)
             case.add_input(f"the image under the same tag, with Claude Code {version}", other.name.encode())
@@ -169,7 +169,7 @@ async def duplicate_case(bed: NodeBed) -> Case:
         await asyncio.to_thread(bed.create, swarm, spec, api)
         try:
             first, row = await captured(bed, run, api)
-            case.add_input("checkpoint id of attempt 1", str(row["checkpoint_id"]).encode(), **_ids(row))
+            _manifest_input(bed, case, swarm, row)
             await asyncio.to_thread(bed.hide_image, True)
             bed.step(f"the node no longer has {bed.worker_ref} (its running container is untouched)")
             await kill_by_memory(bed, run, first, release, case)
@@ -238,7 +238,7 @@ async def codex_case(bed: NodeBed) -> Case:
         try:
             first, row = await captured(bed, run, api)
             exe1 = execution_of(first)
-            case.add_input("checkpoint id of attempt 1", str(row["checkpoint_id"]).encode(), **_ids(row))
+            _manifest_input(bed, case, swarm, row)
             cid = await until(lambda: _container_id(run.pod_of(1)), "the first container's id")
             done = await asyncio.to_thread(bed.node.ctr, "tasks", "kill", "--all", "--signal", "SIGKILL", cid)
             if done.returncode != 0:
@@ -263,6 +263,12 @@ async def codex_case(bed: NodeBed) -> Case:
         finally:
             await bed.remove(swarm)
     return case
+
+
+def _manifest_input(bed: NodeBed, case: Case, swarm: str, row: dict[str, Any]) -> None:
+    """The checkpoint attempt 1 captured, as its manifest's bytes in the store (hashed in the record)."""
+    data, _, _ = store_object(bed.stack, swarm, str(row["checkpoint_id"]))
+    case.add_input("checkpoint record (manifest)", data, **_ids(row))
 
 
 def _container_id(pod: dict[str, Any] | None) -> str | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from .cases import Case
 from .model_api import HOLD, Flood, Hold, ModelApi, Reply, ToolCall
+from .nodecases import store_object
 from .nodehost import RealNodeHook, git_daemon, node_reason, node_support
 from .nodeseat import EXE, SeatOnNode, until
 from .realresume import DUMMY_ANTHROPIC_KEY
@@ -137,9 +138,8 @@ async def node_case(
             lambda: run.native_checkpoint(any(q.held for q in api.snapshot())),
             "a native checkpoint of attempt 1",
         )
-        case.add_input(
-            "native checkpoint (id)", str(checkpoint["checkpoint_id"]).encode(), **_ids(checkpoint)
-        )
+        manifest, _, _ = store_object(stack, SWARM, str(checkpoint["checkpoint_id"]), task="t-node")
+        case.add_input("checkpoint record (manifest)", manifest, **_ids(checkpoint))
         step(
             f"the worker captured Claude Code's session ({checkpoint['checkpoint_id']}); now an endless reply"
         )

@@ -142,11 +142,13 @@ class NodeBed:
         await until(lambda: not run.pods(), f"the Pods of Swarm {swarm} gone")
 
 
-def store_object(stack: Stack, swarm: str, checkpoint_id: str) -> tuple[bytes, Path, str]:
+def store_object(
+    stack: Stack, swarm: str, checkpoint_id: str, task: str | None = None
+) -> tuple[bytes, Path, str]:
     """The checkpoint's manifest bytes, and the store file of its transcript's newest piece (the
     whole transcript object, or of a segmented record its last segment) with that piece's digest."""
     base = stack.checkpoints / "namespaces" / stack.kube.namespace / "swarms" / swarm / "tasks"
-    scope = base / f"t-{swarm}" / "gen-1"
+    scope = base / (task or f"t-{swarm}") / "gen-1"
     pointer = json.loads((scope / "checkpoints" / checkpoint_id / "committed.json").read_text())
     data = (scope / pointer["manifest"]).read_bytes()
     doc = json.loads(data)
