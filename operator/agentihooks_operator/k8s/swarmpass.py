@@ -340,7 +340,10 @@ class SwarmPass(PassReads):
             if self._draining:
                 return
             self._draining = True
+        try:
             self._poster.submit(carry(self._send))
+        except RuntimeError:  # closed between the check and here: dropped, as after the close
+            log.debug("swarm %s/%s: event dropped at the stop", self.owner.namespace, self.owner.name)
 
     def _send(self) -> None:
         with self._pending_lock:
