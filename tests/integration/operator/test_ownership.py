@@ -112,9 +112,9 @@ async def test_deleting_the_swarm_removes_its_pods_through_the_garbage_collector
         runner = memo["passes"][(cluster.namespace, "example")]
         close = runner.close
 
-        def close_slowly() -> None:
+        def close_slowly(*args: Any, **kwargs: Any) -> None:  # SwarmPass.close's signature
             time.sleep(2)
-            close()
+            close(*args, **kwargs)
 
         runner.close = close_slowly
         r = await cluster.http.delete(SWARMS.format(ns=cluster.namespace) + "/example")
