@@ -15,13 +15,13 @@ chart's CRD and RBAC, the real operator and control API as the chart's ServiceAc
   (once, then twice at once); one replacement, native.
 
 Where this machine can host a real node (root, a memory cgroup, containerd and runc), ``valid``,
-``corrupt``, ``version`` and ``duplicate`` run there (:mod:`.nodecase`, :mod:`.nodeacceptance`): the
-project's worker image on a real kubelet with the real Claude Code, the kernel's OOM kill, a cordoned
-node, the image's tag loaded again with Claude Code 2.0, a real ``ErrImageNeverPull``; a Codex seat
-whose whole container is SIGKILLed at once is added. ``mismatch``, and all five elsewhere, run under
-the simulated kubelet with real worker processes and the fake harness (:mod:`.cases`); each case
-says where it ran (``ran_on``) and the record's ``mocked_parts`` names what was simulated in which
-case.
+``corrupt``, ``version`` and ``duplicate`` run there (:mod:`.nodecase`, :mod:`.nodeacceptance`,
+:mod:`.noderesume`): the project's worker image on a real kubelet with the real Claude Code, the
+kernel's OOM kill, a cordoned node, the image's tag loaded again with Claude Code 2.0, a real
+``ErrImageNeverPull``; a Codex seat whose whole container is SIGKILLed at once is added.
+``mismatch``, and all five elsewhere, run under the simulated kubelet with real worker processes and
+the fake harness (:mod:`.cases`); each case says where it ran (``ran_on``) and the record's
+``mocked_parts`` names what was simulated in which case.
 
 Then the real-harness cases (:mod:`agentihooks_demo.realcase`): Claude Code and Codex themselves, at
 the pinned versions, hold a conversation against a loopback model API, are killed, and resume
@@ -44,11 +44,12 @@ from .cases import PROJECT, SWARM, UNSUPPORTED_CLAUDE, Case, CaseRunner
 from .containers import env_for_workers
 from .harness import fake_harness_bin
 from .kubelet import EARLIER_WORKER, PodRun, SimulatedKubelet
-from .nodeacceptance import codex_case, corrupt_case, duplicate_case, version_case
+from .nodeacceptance import corrupt_case, version_case
 from .nodecase import NODE_CASE_ID, node_case
 from .nodecase import SWARM as NODE_SWARM
 from .nodecases import NodeBed
 from .nodehost import RealNodeHook, git_daemon, node_reason
+from .noderesume import codex_case, duplicate_case
 from .procs import Processes
 from .realcase import harness_section, real_harness_case
 from .realresume import HARNESSES

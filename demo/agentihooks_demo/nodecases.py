@@ -1,13 +1,13 @@
 """What the acceptance cases on the real node share: a Swarm of one seat per case, and its parts.
 
 Where this machine can host a real node, ``make evidence`` runs the acceptance cases there
-(:mod:`.nodeacceptance`) instead of under the simulated kubelet. Each case is a Swarm of one seat
-whose Pods are the project's worker image on a real kubelet, containerd and runc, with the real CLI
-the image installs; its model is the loopback API with scripted replies (the one simulated part,
-named in the record). :class:`NodeBed` makes a case's Swarm and its lent model account, changes it
-as a cluster operator would (its image, cordoning the node), and removes it so the next case has
-the node to itself; the helpers read a checkpoint's objects in the store and kill a container the
-way the kernel does.
+(:mod:`.nodeacceptance`, :mod:`.noderesume`) instead of under the simulated kubelet. Each case is a
+Swarm of one seat whose Pods are the project's worker image on a real kubelet, containerd and runc,
+with the real CLI the image installs; its model is the loopback API with scripted replies (the one
+simulated part, named in the record). :class:`NodeBed` makes a case's Swarm and its lent model
+account, changes it as a cluster operator would (its image, cordoning the node), and removes it so
+the next case has the node to itself; the helpers read a checkpoint's objects in the store and kill
+a container the way the kernel does.
 """
 
 from __future__ import annotations
@@ -213,3 +213,13 @@ async def settle(seconds: float = 2.0) -> None:
 
 def execution_of(pod: dict[str, Any]) -> str:
     return str(pod["metadata"]["labels"][EXE])
+
+
+def manifest_input(bed: NodeBed, case: Case, swarm: str, row: dict[str, Any]) -> None:
+    """The checkpoint attempt 1 captured, as its manifest's bytes in the store (hashed in the record)."""
+    data, _, _ = store_object(bed.stack, swarm, str(row["checkpoint_id"]))
+    case.add_input("checkpoint record (manifest)", data, **ids_of(row))
+
+
+def ids_of(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("checkpoint_id", "execution_id") if k in row}
