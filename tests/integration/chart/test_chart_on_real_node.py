@@ -19,7 +19,8 @@ cluster gives and the other tiers simulate is real here:
   worker entrypoint verifies its start and reports it to the control API through the Service's DNS
   name the chart gave it, before its harness runs;
 - the release is first installed from the **previous chart** (this repository's chart at
-  :data:`PREVIOUS`, which shipped the Swarm CRD under ``crds/``) and then upgraded to this one with
+  :data:`PREVIOUS`, which shipped the Swarm CRD under ``crds/``; in a clone without that history,
+  this chart laid out the same way) and then upgraded to this one with
   no hand step: the CRD exists but is not the release's, so the chart's pre-upgrade hook runs as a
   real Job on the node and takes it over (applies the chart's CRD, marks it as the release's); a
   second upgrade then carries the CRD in the release itself. Neither upgrade relaunches anything: the
@@ -76,11 +77,12 @@ CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/swarms.agentihook
 
 
 def previous_chart(into: Path) -> Path:
-    """The chart of :data:`PREVIOUS`, from this clone's history."""
+    """The chart of :data:`PREVIOUS`, from this clone's history; in a clone without it (a shallow
+    one), this chart laid out as that one was: the CRD under ``crds/``, no CRD template, no hook."""
     repo = CHART.parents[1]
     known = subprocess.run(["git", "cat-file", "-e", f"{PREVIOUS}^{{commit}}"], cwd=repo, check=False)
     if known.returncode != 0:
-        pytest.fail(f"commit {PREVIOUS} (the previous chart) is not in this clone: clone with history")
+        return crds_folder_chart(into)
     archive = subprocess.run(
         ["git", "archive", "--format=tar", PREVIOUS, "charts/agentihooks-recovery"],
         cwd=repo,
@@ -221,6 +223,28 @@ def _helm(node: Node, helm: Helm, namespace: str, *args: str) -> str:
     res = helm.run(*args, *kube, timeout=330)
     assert res.returncode == 0, f"helm {args[0]} failed:\n{res.stderr.strip()}\n{node.diagnose(namespace)}"
     return res.stdout
+
+
+def crds_folder_chart(into: Path) -> Path:
+    """This chart as charts before December 2026 shipped it: the Swarm CRD under ``crds/`` (Helm
+    installs it once and never upgrades it), no CRD template, no take-over hook, no ``crds`` value."""
+    import shutil
+
+    chart = into / "crds-folder-chart" / "agentihooks-recovery"
+    shutil.copytree(CHART, chart)
+    (chart / "crds").mkdir()
+    (chart / "files" / "crds" / "swarms.agentihooks.io.yaml").rename(
+        chart / "crds" / "swarms.agentihooks.io.yaml"
+    )
+    for template in ("crds.yaml", "crd-adopt-hook.yaml"):
+        (chart / "templates" / template).unlink()
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    values.pop("crds")
+    (chart / "values.yaml").write_text(yaml.safe_dump(values, sort_keys=False))
+    schema = json.loads((chart / "values.schema.json").read_text())
+    schema["properties"].pop("crds")
+    (chart / "values.schema.json").write_text(json.dumps(schema, indent=2))
+    return chart
 
 
 def _manifest(node: Node, helm: Helm, namespace: str) -> str:
