@@ -18,13 +18,11 @@ The cases that end in a native resume are in :mod:`.noderesume`.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from pathlib import Path
 from typing import Any
 
 from .cases import Case
-from .model_api import ModelApi
 from .nodecases import (
     NodeBed,
     captured,
@@ -47,53 +45,44 @@ async def corrupt_case(bed: NodeBed) -> Case:
         "A checkpoint object whose bytes changed (real node, real Claude Code)",
         {"first_container": "OOMKilled", "refusal": "corrupt_object", "replacements_admitted": 1},
     )
-    case.ran_on = "real node"
     run = bed.seat(swarm)
     release = threading.Event()
-    with ModelApi(claude_script(release), host=bed.host) as api:
-        spec = bed.spec(swarm, "claude")
-        await asyncio.to_thread(bed.create, swarm, spec, api)
-        case.add_input("Swarm spec (JSON)", json.dumps(spec, sort_keys=True).encode(), image=bed.worker_ref)
+    async with bed.seat_case(case, swarm, "claude", claude_script(release)) as api:
+        first, _ = await captured(bed, run, api)
+        exe1 = execution_of(first)
+        # the replacement the controller admits must wait unscheduled while the object changes
+        await asyncio.to_thread(bed.cordon, True)
         try:
-            first, _ = await captured(bed, run, api)
-            exe1 = execution_of(first)
-            # the replacement the controller admits must wait unscheduled while the object changes
-            await asyncio.to_thread(bed.cordon, True)
-            try:
-                await kill_by_memory(bed, run, first, release, case)
-                second = await until(lambda: run.pod_of(2), "the replacement's Pod (unscheduled)")
-                newest = await asyncio.to_thread(newest_of, run, exe1)
-                if newest is None:
-                    raise StackError(f"attempt {exe1} committed no checkpoint")
-                data, obj, digest = store_object(bed.stack, swarm, newest["checkpoint_id"])
-                body = bytearray(obj.read_bytes())
-                body[len(body) // 2] ^= 0x01  # same size, one bit different
-                obj.write_bytes(bytes(body))
-                case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
-                case.add_input(
-                    "transcript object after one bit was flipped", bytes(body), recorded_sha256=digest
-                )
-                bed.step(f"one bit of {newest['checkpoint_id']}'s transcript flipped; uncordoning the node")
-            finally:
-                await asyncio.to_thread(bed.cordon, False)
-            name2 = second["metadata"]["name"]
-            line = (await until(lambda: run.events(name2, "restore_refused"), "the replacement's refusal"))[0]
-            case.observed["refusal"] = line.get("reason")
-            case.observed["worker_line"] = {k: line.get(k) for k in ("event", "reason", "checkpoint_id")}
-            card = await until(lambda: _refusal_on_card(run), "the refusal on the seat's card")
-            refused = card.get("restore_refused") or {}
-            # the seat waits for a relaunch (or a fresh one), naming the checkpoint that verifies now
-            case.observed["card_after_refusal"] = {
-                "binding": card.get("binding"),
-                "awaiting": card.get("awaiting"),
-                "refusal": refused.get("reason"),
-                "offered_checkpoint": refused.get("offered_checkpoint"),
-            }
-            await settle()
-            case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
-            bed.step(f"{name2} refused the checkpoint: {line.get('reason')}; the seat waits for a relaunch")
+            await kill_by_memory(bed, run, first, release, case)
+            second = await until(lambda: run.pod_of(2), "the replacement's Pod (unscheduled)")
+            newest = await asyncio.to_thread(newest_of, run, exe1)
+            if newest is None:
+                raise StackError(f"attempt {exe1} committed no checkpoint")
+            data, obj, digest = store_object(bed.stack, swarm, newest["checkpoint_id"])
+            body = bytearray(obj.read_bytes())
+            body[len(body) // 2] ^= 0x01  # same size, one bit different
+            obj.write_bytes(bytes(body))
+            case.add_input("checkpoint record (manifest)", data, checkpoint_id=newest["checkpoint_id"])
+            case.add_input("transcript object after one bit was flipped", bytes(body), recorded_sha256=digest)
+            bed.step(f"one bit of {newest['checkpoint_id']}'s transcript flipped; uncordoning the node")
         finally:
-            await bed.remove(swarm)
+            await asyncio.to_thread(bed.cordon, False)
+        name2 = second["metadata"]["name"]
+        line = (await until(lambda: run.events(name2, "restore_refused"), "the replacement's refusal"))[0]
+        case.observed["refusal"] = line.get("reason")
+        case.observed["worker_line"] = {k: line.get(k) for k in ("event", "reason", "checkpoint_id")}
+        card = await until(lambda: _refusal_on_card(run), "the refusal on the seat's card")
+        refused = card.get("restore_refused") or {}
+        # the seat waits for a relaunch (or a fresh one), naming the checkpoint that verifies now
+        case.observed["card_after_refusal"] = {
+            "binding": card.get("binding"),
+            "awaiting": card.get("awaiting"),
+            "refusal": refused.get("reason"),
+            "offered_checkpoint": refused.get("offered_checkpoint"),
+        }
+        await settle()
+        case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
+        bed.step(f"{name2} refused the checkpoint: {line.get('reason')}; the seat waits for a relaunch")
     return case
 
 
@@ -104,36 +93,27 @@ async def version_case(bed: NodeBed, other: Path, version: str) -> Case:
         f"The replacement's harness is not qualified for native resume (real node: Claude Code {version})",
         {"first_container": "OOMKilled", "refusal": "unqualified_version", "replacements_admitted": 1},
     )
-    case.ran_on = "real node"
     run = bed.seat(swarm)
     release = threading.Event()
-    with ModelApi(claude_script(release), host=bed.host) as api:
-        spec = bed.spec(swarm, "claude")
-        await asyncio.to_thread(bed.create, swarm, spec, api)
-        case.add_input("Swarm spec (JSON)", json.dumps(spec, sort_keys=True).encode(), image=bed.worker_ref)
+    async with bed.seat_case(case, swarm, "claude", claude_script(release)) as api:
+        first, row = await captured(bed, run, api)
+        manifest_input(bed, case, swarm, row)
+        # the image's tag is pushed again with another Claude Code; attempt 1 runs on, unchanged
+        await asyncio.to_thread(bed.swap_image, other)
+        case.add_input(f"the image under the same tag, with Claude Code {version}", other.name.encode())
+        bed.step(f"{bed.worker_ref} now holds Claude Code {version} (the running container keeps its own)")
         try:
-            first, row = await captured(bed, run, api)
-            manifest_input(bed, case, swarm, row)
-            # the image's tag is pushed again with another Claude Code; attempt 1 runs on, unchanged
-            await asyncio.to_thread(bed.swap_image, other)
-            case.add_input(f"the image under the same tag, with Claude Code {version}", other.name.encode())
-            bed.step(
-                f"{bed.worker_ref} now holds Claude Code {version} (the running container keeps its own)"
-            )
-            try:
-                await kill_by_memory(bed, run, first, release, case)
-                second = await until(lambda: run.pod_of(2), "the replacement's Pod")
-                name2 = second["metadata"]["name"]
-                line = (await until(lambda: run.events(name2, "restore_refused"), "the refusal"))[0]
-            finally:
-                await asyncio.to_thread(bed.swap_image, None)
-            case.observed["refusal"] = line.get("reason")
-            case.observed["worker_line"] = {k: line.get(k) for k in ("event", "reason", "detail")}
-            await settle()
-            case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
-            bed.step(f"{name2} refused: {line.get('reason')} ({line.get('detail')})")
+            await kill_by_memory(bed, run, first, release, case)
+            second = await until(lambda: run.pod_of(2), "the replacement's Pod")
+            name2 = second["metadata"]["name"]
+            line = (await until(lambda: run.events(name2, "restore_refused"), "the refusal"))[0]
         finally:
-            await bed.remove(swarm)
+            await asyncio.to_thread(bed.swap_image, None)
+        case.observed["refusal"] = line.get("reason")
+        case.observed["worker_line"] = {k: line.get(k) for k in ("event", "reason", "detail")}
+        await settle()
+        case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - 1
+        bed.step(f"{name2} refused: {line.get('reason')} ({line.get('detail')})")
     return case
 
 

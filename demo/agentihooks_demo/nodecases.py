@@ -13,9 +13,10 @@ a container the way the kernel does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,31 @@ class NodeBed:
                 json={"spec": {"unschedulable": on or None}},
                 headers={"Content-Type": "application/merge-patch+json"},
             ).raise_for_status()
+
+    @contextlib.asynccontextmanager
+    async def seat_case(
+        self,
+        case: Case,
+        swarm: str,
+        harness: str,
+        script: Sequence[ScriptEntry],
+        *,
+        memory: str = "700Mi",
+        spec_input: bool = True,
+    ) -> AsyncIterator[ModelApi]:
+        """A case's Swarm of one seat on the node, its model API serving ``script``, and the spec
+        recorded as the case's input; the Swarm is removed when the case ends, whatever happened."""
+        case.ran_on = "real node"
+        with ModelApi(script, host=self.host) as api:
+            spec = self.spec(swarm, harness, memory=memory)
+            await asyncio.to_thread(self.create, swarm, spec, api)
+            if spec_input:
+                body = json.dumps(spec, sort_keys=True).encode()
+                case.add_input("Swarm spec (JSON)", body, image=self.worker_ref)
+            try:
+                yield api
+            finally:
+                await self.remove(swarm)
 
     async def remove(self, swarm: str) -> None:
         """Delete the case's Swarm and wait until its Pods are gone (the node is free for the next)."""

@@ -20,7 +20,7 @@ import threading
 from typing import Any
 
 from .cases import Case
-from .model_api import HOLD, ModelApi, Reply, ScriptEntry, ToolCall
+from .model_api import HOLD, Reply, ScriptEntry, ToolCall
 from .nodecases import (
     NodeBed,
     captured,
@@ -53,57 +53,51 @@ async def duplicate_case(bed: NodeBed) -> Case:
             "accepted_answers": 3,
         },
     )
-    case.ran_on = "real node"
     run = bed.seat(swarm)
     release = threading.Event()
-    with ModelApi(claude_script(release), host=bed.host) as api:
-        spec = bed.spec(swarm, "claude")
-        await asyncio.to_thread(bed.create, swarm, spec, api)
-        try:
-            first, row = await captured(bed, run, api)
-            manifest_input(bed, case, swarm, row)
-            await asyncio.to_thread(bed.hide_image, True)
-            bed.step(f"the node no longer has {bed.worker_ref} (its running container is untouched)")
-            await kill_by_memory(bed, run, first, release, case)
-            case.observed["pull_failure"] = await until(
-                lambda: run.waiting_reason(2) if run.waiting_reason(2) in PULL_FAILURES else None,
-                "the replacement's pull failure",
+    async with bed.seat_case(case, swarm, "claude", claude_script(release), spec_input=False) as api:
+        first, row = await captured(bed, run, api)
+        manifest_input(bed, case, swarm, row)
+        await asyncio.to_thread(bed.hide_image, True)
+        bed.step(f"the node no longer has {bed.worker_ref} (its running container is untouched)")
+        await kill_by_memory(bed, run, first, release, case)
+        case.observed["pull_failure"] = await until(
+            lambda: run.waiting_reason(2) if run.waiting_reason(2) in PULL_FAILURES else None,
+            "the replacement's pull failure",
+        )
+        second = await until(lambda: run.pod_of(2), "attempt 2's Pod")
+        exe2 = execution_of(second)
+        await until(lambda: run.card(binding="awaiting decision", execution_id=exe2), "the seat waiting")
+        await asyncio.to_thread(bed.hide_image, False)  # the image is back on the node
+        before = len(await asyncio.to_thread(run.creates))
+        body = json.dumps({"choice": "resume", "agent": "operator"}).encode()
+        case.add_input("restore-decision request body (posted 3 times)", body)
+        path = f"/v1/executions/{exe2}/restore-decision"
+        headers = {"Content-Type": "application/json"}
+        async with bed.stack.api() as http:
+            answers = [await http.post(path, content=body, headers=headers)]
+            answers += await asyncio.gather(
+                *(http.post(path, content=body, headers=headers) for _ in range(2))
             )
-            second = await until(lambda: run.pod_of(2), "attempt 2's Pod")
-            exe2 = execution_of(second)
-            await until(lambda: run.card(binding="awaiting decision", execution_id=exe2), "the seat waiting")
-            await asyncio.to_thread(bed.hide_image, False)  # the image is back on the node
-            before = len(await asyncio.to_thread(run.creates))
-            body = json.dumps({"choice": "resume", "agent": "operator"}).encode()
-            case.add_input("restore-decision request body (posted 3 times)", body)
-            path = f"/v1/executions/{exe2}/restore-decision"
-            headers = {"Content-Type": "application/json"}
-            async with bed.stack.api() as http:
-                answers = [await http.post(path, content=body, headers=headers)]
-                answers += await asyncio.gather(
-                    *(http.post(path, content=body, headers=headers) for _ in range(2))
-                )
-            replies = [(a.status_code, _json(a)) for a in answers]
-            case.observed["answers"] = [
-                {"status": s, "replacement": b.get("replacement"), "replayed": b.get("replayed")}
-                for s, b in replies
-            ]
-            case.observed["accepted_answers"] = sum(1 for s, _ in replies if s == 200)
-            case.observed["distinct_replacements_answered"] = len(
-                {b.get("replacement") for s, b in replies if s < 300 and b.get("replacement")}
-            )
-            third = await until(lambda: run.pod_of(3), "the replacement's Pod")
-            name3 = third["metadata"]["name"]
-            line = (await until(lambda: run.events(name3, "restore_verified"), "restore_verified"))[0]
-            case.observed["continuity"] = line.get("recovery")
-            case.observed["worker_line"] = {k: line.get(k) for k in ("event", "recovery", "checkpoint_id")}
-            resumed = await until(lambda: first_request(api, execution_of(third)), "the resumed request")
-            case.observed["turns_carried"] = turns_carried(resumed)
-            await settle()
-            case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - before
-            bed.step(f"three posts, one replacement: {name3} resumed natively")
-        finally:
-            await bed.remove(swarm)
+        replies = [(a.status_code, _json(a)) for a in answers]
+        case.observed["answers"] = [
+            {"status": s, "replacement": b.get("replacement"), "replayed": b.get("replayed")}
+            for s, b in replies
+        ]
+        case.observed["accepted_answers"] = sum(1 for s, _ in replies if s == 200)
+        case.observed["distinct_replacements_answered"] = len(
+            {b.get("replacement") for s, b in replies if s < 300 and b.get("replacement")}
+        )
+        third = await until(lambda: run.pod_of(3), "the replacement's Pod")
+        name3 = third["metadata"]["name"]
+        line = (await until(lambda: run.events(name3, "restore_verified"), "restore_verified"))[0]
+        case.observed["continuity"] = line.get("recovery")
+        case.observed["worker_line"] = {k: line.get(k) for k in ("event", "recovery", "checkpoint_id")}
+        resumed = await until(lambda: first_request(api, execution_of(third)), "the resumed request")
+        case.observed["turns_carried"] = turns_carried(resumed)
+        await settle()
+        case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - before
+        bed.step(f"three posts, one replacement: {name3} resumed natively")
     return case
 
 
@@ -120,40 +114,33 @@ async def codex_case(bed: NodeBed) -> Case:
             "replacements_admitted": 1,
         },
     )
-    case.ran_on = "real node"
     run = bed.seat(swarm)
     script: list[ScriptEntry] = [Reply("ack 1", ToolCall("get_goal", {})), HOLD, HOLD]
-    with ModelApi(script, host=bed.host) as api:
-        spec = bed.spec(swarm, "codex", memory="1Gi")
-        await asyncio.to_thread(bed.create, swarm, spec, api)
-        case.add_input("Swarm spec (JSON)", json.dumps(spec, sort_keys=True).encode(), image=bed.worker_ref)
-        try:
-            first, row = await captured(bed, run, api)
-            exe1 = execution_of(first)
-            manifest_input(bed, case, swarm, row)
-            cid = await until(lambda: _container_id(run.pod_of(1)), "the first container's id")
-            done = await asyncio.to_thread(bed.node.ctr, "tasks", "kill", "--all", "--signal", "SIGKILL", cid)
-            if done.returncode != 0:
-                raise StackError(f"ctr tasks kill failed: {done.stderr.strip()}")
-            bed.step(f"every process of {first['metadata']['name']} SIGKILLed at once")
-            fence = await until(lambda: run.records(exe1)[0] or None, "the fence")
-            case.observed["fence_reason"] = fence.get("reason")
-            # the attempt had reported its session and captured it: resumed natively with no decision
-            decision = await until(lambda: run.records(exe1)[1] or None, "the decision")
-            case.observed["decided_by"] = decision.get("decided_by")
-            before = 1  # attempt 1's Pod
-            second = await until(lambda: run.pod_of(2), "the replacement's Pod")
-            name2 = second["metadata"]["name"]
-            line = (await until(lambda: run.events(name2, "restore_verified"), "restore_verified"))[0]
-            case.observed["continuity"] = line.get("recovery")
-            case.observed["worker_line"] = {k: line.get(k) for k in ("event", "recovery", "checkpoint_id")}
-            resumed = await until(lambda: first_request(api, execution_of(second)), "the resumed request")
-            case.observed["turns_carried"] = turns_carried(resumed)
-            await settle()
-            case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - before
-            bed.step(f"{name2} resumed Codex natively; its first request carried the earlier turns")
-        finally:
-            await bed.remove(swarm)
+    async with bed.seat_case(case, swarm, "codex", script, memory="1Gi") as api:
+        first, row = await captured(bed, run, api)
+        exe1 = execution_of(first)
+        manifest_input(bed, case, swarm, row)
+        cid = await until(lambda: _container_id(run.pod_of(1)), "the first container's id")
+        done = await asyncio.to_thread(bed.node.ctr, "tasks", "kill", "--all", "--signal", "SIGKILL", cid)
+        if done.returncode != 0:
+            raise StackError(f"ctr tasks kill failed: {done.stderr.strip()}")
+        bed.step(f"every process of {first['metadata']['name']} SIGKILLed at once")
+        fence = await until(lambda: run.records(exe1)[0] or None, "the fence")
+        case.observed["fence_reason"] = fence.get("reason")
+        # the attempt had reported its session and captured it: resumed natively with no decision
+        decision = await until(lambda: run.records(exe1)[1] or None, "the decision")
+        case.observed["decided_by"] = decision.get("decided_by")
+        before = 1  # attempt 1's Pod
+        second = await until(lambda: run.pod_of(2), "the replacement's Pod")
+        name2 = second["metadata"]["name"]
+        line = (await until(lambda: run.events(name2, "restore_verified"), "restore_verified"))[0]
+        case.observed["continuity"] = line.get("recovery")
+        case.observed["worker_line"] = {k: line.get(k) for k in ("event", "recovery", "checkpoint_id")}
+        resumed = await until(lambda: first_request(api, execution_of(second)), "the resumed request")
+        case.observed["turns_carried"] = turns_carried(resumed)
+        await settle()
+        case.observed["replacements_admitted"] = len(await asyncio.to_thread(run.creates)) - before
+        bed.step(f"{name2} resumed Codex natively; its first request carried the earlier turns")
     return case
 
 
